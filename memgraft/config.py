@@ -1,0 +1,173 @@
+"""One typed settings object for the whole system.
+
+Every number the two papers fix is a named field here, so an ablation or a
+cluster run changes a setting instead of code. Profiles live in
+``configs/<name>.yaml``; command lines override single fields with dotted
+``section.field=value`` pairs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = REPO_ROOT / "configs"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ChunkingSettings(_Section):
+    """HGMem's offline chunking: 200-token windows, 50 tokens shared."""
+
+    size: int = Field(200, gt=0)
+    overlap: int = Field(50, ge=0)
+
+
+class ModelSettings(_Section):
+    """Which backend serves each model role. ``bundled:`` names resolve offline."""
+
+    embedder: str = "bundled:all-MiniLM-L6-v2"
+    embedder_dtype: Literal["float32", "bfloat16"] = "float32"
+    embed_batch_size: int = 32
+    llm_backend: Literal["transformers", "openai", "vllm"] = "transformers"
+    llm: str = "bundled:SmolLM2-135M-Instruct"
+    llm_dtype: Literal["float32", "bfloat16"] = "bfloat16"
+    llm_base_url: str | None = None
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_batch_size: int = 4
+    llm_timeout_s: float = 600.0
+    llm_tensor_parallel: int = 1
+    reranker: str = "cosine"
+    spacy_model: str = "bundled:en_core_web_sm"
+    cache_dir: str = "~/.cache/memgraft"
+    torch_threads: int = 0  # 0: one thread per CPU the process may use
+
+
+class GenerationSettings(_Section):
+    """Sampling for every LLM call (HGMem's paper: temperature 0.8, 2,048 new tokens)."""
+
+    temperature: float = 0.8
+    max_new_tokens: int = 2048
+    json_retries: int = 2
+    seed: int | None = 0
+
+
+class ExtractionSettings(_Section):
+    method: Literal["spacy", "llm"] = "spacy"
+    noun_chunks: bool = True
+    max_entities_per_sentence: int = 8
+    max_description_parts: int = 5
+    min_entity_chars: int = 2
+    llm_max_new_tokens: int = 1024
+    entity_types: list[str] = ["organization", "person", "geo", "event", "role", "concept"]
+
+
+class IndexSettings(_Section):
+    exact_max_vectors: int = 200_000
+    kind_above_exact: Literal["hnsw", "ivf"] = "hnsw"
+    hnsw_m: int = 32
+    hnsw_ef_search: int = 128
+    ivf_lists: int = 1024
+    ivf_probe: int = 32
+
+
+class PipelineSettings(_Section):
+    """Ray Data sizing for ``build_graphs``."""
+
+    max_document_mb: float = 20.0
+    read_tasks: int = 0  # 0: one per input file, capped at the CPUs
+    chunk_batch_size: int = 64
+    extract_actors: int = 1
+    extract_batch_size: int = 64
+    embed_actors: int = 1
+    embed_batch_size: int = 128
+    # CPUs reserved per actor and per task. On a 2-core machine two 1-CPU actors
+    # would leave nothing for the read/chunk tasks and the job would stall, so the
+    # local profile reserves fractions; torch threads are set explicitly anyway.
+    actor_cpus: float = 1.0
+    task_cpus: float = 1.0
+    max_task_retries: int = 3
+
+
+class HGMemSettings(_Section):
+    """HGMem's retrieval and reasoning numbers (paper defaults)."""
+
+    top_entities: int = 20
+    relations_per_entity: int = 5
+    top_chunks: int = 10
+    max_chunks_per_step: int = 50
+    max_steps: int = 3
+    local_hops: int = 2
+    exclude_memory_entities: bool = True
+    answer_context_tokens: int = 6000
+    max_in_flight: int = 16
+
+
+class HiCoMERSettings(_Section):
+    """HiCoMER's updater, retriever and resolver weights."""
+
+    history_top_k: int = 10
+    candidate_top_n: int = 30
+    validity_lambda: float = 1.0
+    priority_alpha: float = 1.0
+    priority_beta: float = 0.5
+    priority_gamma: float = 0.25
+    reward_consistency: float = 1.0
+    reward_revision: float = 0.5
+    reward_format: float = 0.2
+    updater_policy: Literal["llm", "rules"] = "llm"
+
+
+class Settings(_Section):
+    profile: str = "local"
+    chunking: ChunkingSettings = ChunkingSettings()
+    models: ModelSettings = ModelSettings()
+    generation: GenerationSettings = GenerationSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    index: IndexSettings = IndexSettings()
+    pipeline: PipelineSettings = PipelineSettings()
+    hgmem: HGMemSettings = HGMemSettings()
+    hicomer: HiCoMERSettings = HiCoMERSettings()
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(os.path.expanduser(self.models.cache_dir))
+
+
+def _parse_value(raw: str) -> Any:
+    """Read an override's value as YAML so ``3``, ``0.5``, ``true`` and ``[a, b]`` type themselves."""
+    return yaml.safe_load(raw) if raw != "" else ""
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not of the form section.field=value")
+        key, raw = item.split("=", 1)
+        parts = key.strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"override {item!r}: {part!r} is not a section")
+        node[parts[-1]] = _parse_value(raw)
+    return data
+
+
+def load_settings(profile: str | Path = "local", overrides: list[str] | None = None) -> Settings:
+    """Load a profile (a name under ``configs/`` or a YAML path) and apply overrides."""
+    path = Path(profile)
+    if not path.suffix:
+        path = CONFIG_DIR / f"{profile}.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"settings profile {str(profile)!r} not found (looked for {path})")
+    data = yaml.safe_load(path.read_text()) or {}
+    data.setdefault("profile", path.stem)
+    return Settings.model_validate(apply_overrides(data, overrides or []))

@@ -1,0 +1,1 @@
+"""The offline graph: extraction, merging, the graph folder and its store."""

@@ -1,0 +1,70 @@
+"""Text embedders: a small protocol and the sentence-transformers backend."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from memgraft.config import Settings
+from memgraft.models.registry import display_name, resolve
+from memgraft.models.threads import set_torch_threads
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-normalised float32 vectors, one row per text."""
+        ...
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers model loaded once, from a local path or (cluster) the hub."""
+
+    def __init__(self, model: str, *, dtype: str = "float32", batch_size: int = 32, threads: int = 0):
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        set_torch_threads(threads)
+        self.name = display_name(model)
+        path = resolve(model)
+        self._model = SentenceTransformer(path, device="cpu" if not torch.cuda.is_available() else None)
+        if dtype == "bfloat16":
+            self._model = self._model.to(torch.bfloat16)
+        self.batch_size = batch_size
+        self.dim = int(self._model.get_embedding_dimension())
+        self.max_seq_length = int(self._model.max_seq_length)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "SentenceTransformerEmbedder":
+        m = settings.models
+        return cls(m.embedder, dtype=m.embedder_dtype, batch_size=m.embed_batch_size, threads=m.torch_threads)
+
+    @property
+    def tokenizer(self):
+        return self._model.tokenizer
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # sentence-transformers sorts each call's texts by length before batching,
+        # so callers should pass large lists: padding then stays close to the text.
+        vecs = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder.from_settings(settings)
+
+
+def load_tokenizer(model: str):
+    """The embedder's own tokenizer (chunk windows are counted in its tokens)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve(model))

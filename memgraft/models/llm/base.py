@@ -1,0 +1,117 @@
+"""The LLM protocol every backend implements, and schema-checked generation on top of it.
+
+Backends take a batch of chat requests, each optionally carrying a JSON schema
+that decoding must obey, and return texts with exact token counts. Structured
+callers go through :func:`generate_structured`, which validates with pydantic,
+retries what still fails, and records a failure instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+Message = dict[str, str]
+
+
+@dataclass
+class ChatRequest:
+    messages: list[Message]
+    json_schema: dict[str, Any] | None = None
+    max_new_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str = "stop"
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model that decodes a batch at once, optionally under a JSON schema."""
+
+    name: str
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]: ...
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class StructuredResult(Generic[T]):
+    value: T | None
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def schema_for(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema a decoder is constrained to for ``model``."""
+    return model.model_json_schema()
+
+
+def parse_json_as(model: type[T], text: str) -> T:
+    """Validate ``text`` against ``model``; raises ValueError with the reason."""
+    try:
+        return model.model_validate_json(text.strip())
+    except ValidationError as err:
+        raise ValueError(f"output does not match {model.__name__}: {err.errors()[0]['msg']}") from err
+    except json.JSONDecodeError as err:  # pragma: no cover - pydantic wraps this today
+        raise ValueError(f"output is not JSON: {err}") from err
+
+
+def generate_structured(
+    llm: LLM,
+    messages: Sequence[list[Message]],
+    model: type[T],
+    *,
+    retries: int = 2,
+    max_new_tokens: int | None = None,
+    temperature: float | None = None,
+) -> list[StructuredResult[T]]:
+    """Ask for one ``model`` per conversation, decoding under its schema.
+
+    Invalid outputs are retried (in one batch per round) up to ``retries``
+    times, then returned with ``value=None`` and every error seen.
+    """
+    schema = schema_for(model)
+    results = [StructuredResult[T](value=None, text="") for _ in messages]
+    pending = list(range(len(messages)))
+    for _ in range(retries + 1):
+        if not pending:
+            break
+        batch = [
+            ChatRequest(list(messages[i]), json_schema=schema, max_new_tokens=max_new_tokens, temperature=temperature)
+            for i in pending
+        ]
+        outputs = llm.generate(batch)
+        still = []
+        for i, out in zip(pending, outputs):
+            res = results[i]
+            res.attempts += 1
+            res.text = out.text
+            res.prompt_tokens += out.prompt_tokens
+            res.completion_tokens += out.completion_tokens
+            try:
+                res.value = parse_json_as(model, out.text)
+            except ValueError as err:
+                reason = str(err) if out.finish_reason != "length" else f"cut at the token limit; {err}"
+                res.errors.append(reason)
+                still.append(i)
+        pending = still
+    return results

@@ -1,0 +1,142 @@
+"""Any OpenAI-compatible ``/v1/chat/completions`` server (vLLM, Ray Serve LLM) over HTTP.
+
+Requests of a batch go out concurrently, so the server's own batching sees
+them together. Schemas travel as ``response_format`` ``json_schema`` (strict),
+which vLLM turns into constrained decoding. Connection failures, 429 and 5xx
+answers are retried with exponential backoff; anything else fails at once with
+an error naming the URL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+import httpx
+
+from memgraft.config import Settings
+from memgraft.models.llm.base import ChatRequest, Completion
+from memgraft.models.registry import display_name
+
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class LLMServerError(RuntimeError):
+    """The server could not be reached or refused a request."""
+
+
+def chat_completions_url(base_url: str) -> str:
+    """Accept ``http://host:8000``, ``…/v1`` or the full endpoint."""
+    url = base_url.rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return url + "/chat/completions"
+
+
+def _schema_name(schema: dict[str, Any]) -> str:
+    # OpenAI restricts names to [a-zA-Z0-9_-]{1,64}.
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "output"))[:64] or "output"
+
+
+class OpenAICompatibleLLM:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+        concurrency: int = 4,
+        temperature: float = 0.8,
+        max_new_tokens: int = 2048,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+    ):
+        self.url = chat_completions_url(base_url)
+        self.name = model
+        self.default_temperature = temperature
+        self.default_max_new_tokens = max_new_tokens
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.concurrency = max(1, concurrency)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            timeout=timeout_s, headers=headers,
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "OpenAICompatibleLLM":
+        m, g = settings.models, settings.generation
+        if not m.llm_base_url:
+            raise ValueError("models.llm_backend=openai needs models.llm_base_url (e.g. http://host:8000/v1)")
+        return cls(
+            m.llm_base_url, display_name(m.llm),
+            api_key=os.environ.get(m.llm_api_key_env) if m.llm_api_key_env else None,
+            timeout_s=m.llm_timeout_s, concurrency=m.llm_batch_size,
+            temperature=g.temperature, max_new_tokens=g.max_new_tokens,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body for one request (public so callers and tests can see what is sent)."""
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": request.messages,
+            "temperature": self.default_temperature if request.temperature is None else request.temperature,
+            "max_tokens": self.default_max_new_tokens if request.max_new_tokens is None else request.max_new_tokens,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _schema_name(request.json_schema), "schema": request.json_schema, "strict": True},
+            }
+        return body
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if len(requests) <= 1:
+            return [self._post(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            return list(pool.map(self._post, requests))
+
+    def _post(self, request: ChatRequest) -> Completion:
+        body = self.body(request)
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                resp = self._client.post(self.url, json=body)
+            except httpx.TransportError as err:  # refused, reset, timed out
+                last = f"{type(err).__name__}: {err}"
+                continue
+            if resp.status_code in RETRY_STATUS:
+                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                continue
+            if resp.status_code >= 400:
+                raise LLMServerError(f"LLM server {self.url} rejected the request: HTTP {resp.status_code}: {resp.text[:500]}")
+            return self._completion(resp)
+        raise LLMServerError(f"LLM server {self.url} failed after {self.retries + 1} attempts: {last}")
+
+    def _completion(self, resp: httpx.Response) -> Completion:
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            usage = data.get("usage") or {}
+            return Completion(
+                text=choice["message"].get("content") or "",
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+                finish_reason=choice.get("finish_reason") or "stop",
+            )
+        except (ValueError, KeyError, IndexError, TypeError) as err:
+            raise LLMServerError(f"LLM server {self.url} sent an unreadable answer ({err}): {resp.text[:300]}") from err

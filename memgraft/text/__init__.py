@@ -1,0 +1,1 @@
+"""Documents in, token-exact chunks out."""

@@ -1,0 +1,319 @@
+"""Documents -> graph folder, on Ray Data.
+
+    python pipelines/build_graphs.py --input PATH --output DIR [--append] [--delete DOC_ID ...]
+    ray job submit --working-dir . -- python pipelines/build_graphs.py --input PATH --output DIR
+
+read (tasks) -> chunk (tasks) -> extract (actor pool) -> embed chunks (actor pool)
+-> merge (driver, polars) -> embed new entity/relation texts (actor pool)
+-> FAISS indexes -> Parquet tables, vectors, indexes and manifest.json.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import pyarrow as pa
+import ray
+import typer
+
+from memgraft.config import Settings, load_settings
+from memgraft.graph import build as graph_build
+from memgraft.graph import vector_index
+from memgraft.graph.extraction import Extractor
+from memgraft.graph.folder import GraphData, GraphFolder
+from memgraft.models.registry import display_name
+from memgraft.models.threads import available_cpus
+from memgraft.text.documents import list_input_files
+from pipelines.stages import EmbedStage, ExtractStage, chunk_docs, embedding_matrix, keep_docs, read_file_rows
+
+log = logging.getLogger("memgraft.build_graphs")
+
+
+@dataclass
+class BuildReport:
+    output: str
+    counts: dict[str, int]
+    processed_docs: int
+    new_chunks: int
+    new_tokens: int
+    rejected: list[dict[str, str]]
+    extract_failures: list[dict[str, str]]
+    plan: dict[str, list[str]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return self.timings.get("total", 0.0)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds else 0.0
+
+
+def _init_ray() -> None:
+    if not ray.is_initialized():
+        # Joins RAY_ADDRESS (set by `ray job submit`) or a running `ray start` head; else starts a local Ray.
+        ray.init(log_to_driver=True, configure_logging=False)
+
+
+def _tables(ds: ray.data.Dataset) -> pa.Table:
+    refs = ds.to_arrow_refs()
+    tables = [t for t in ray.get(refs) if t.num_rows]
+    return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+
+
+def _actor_args(settings: Settings, size: int) -> dict[str, Any]:
+    p = settings.pipeline
+    return {"compute": ray.data.ActorPoolStrategy(size=size), "num_cpus": p.actor_cpus, "batch_format": "pyarrow",
+            "max_task_retries": p.max_task_retries}
+
+
+def _embed_dim(settings: Settings) -> int:
+    @ray.remote(num_cpus=0)
+    def dim() -> int:
+        from memgraft.models.embedder import load_embedder
+
+        return load_embedder(settings).dim
+    return ray.get(dim.remote())
+
+
+def read_stage(settings: Settings, input_path: str) -> pa.Table:
+    root, files = list_input_files(input_path)
+    items = [{"path": str(f), "root": str(root)} for f in files]
+    if not items:
+        return pa.table({c: pa.array([], pa.string()) for c in ("kind", "doc_id", "text", "content_hash", "source", "title", "reason")})
+    blocks = settings.pipeline.read_tasks or min(len(items), available_cpus() * 2)
+    ds = ray.data.from_items(items, override_num_blocks=blocks).flat_map(
+        read_file_rows, fn_kwargs={"max_mb": settings.pipeline.max_document_mb}, num_cpus=settings.pipeline.task_cpus)
+    return _tables(ds)
+
+
+def _dedupe(read: pa.Table) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
+    docs: dict[str, dict[str, str]] = {}
+    rejected: list[dict[str, str]] = []
+    for row in read.select(["kind", "doc_id", "content_hash", "source", "title", "reason"]).to_pylist():
+        if row["kind"] != "doc":
+            rejected.append({"source": row["source"], "doc_id": row["doc_id"], "reason": row["reason"]})
+        elif row["doc_id"] in docs:
+            rejected.append({"source": row["source"], "doc_id": row["doc_id"],
+                             "reason": f"duplicate doc_id (first in {docs[row['doc_id']]['source']})"})
+        else:
+            docs[row["doc_id"]] = row
+    for r in rejected:
+        log.warning("rejected %s%s: %s", r["source"], f" [{r['doc_id']}]" if r["doc_id"] else "", r["reason"])
+    return docs, rejected
+
+
+def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
+                  extractor_factory: Callable[[Settings], Extractor] | None) -> pa.Table:
+    """chunk -> extract -> embed chunks, streaming through Ray Data."""
+    p = settings.pipeline
+    wanted = frozenset(doc_ids)
+    blocks = max(1, min(len(doc_ids), available_cpus() * 4))
+    ds = (
+        ray.data.from_arrow(read)
+        .map_batches(keep_docs, fn_kwargs={"doc_ids": wanted}, num_cpus=p.task_cpus)
+        .repartition(blocks)
+        .map_batches(chunk_docs, batch_size=p.chunk_batch_size,
+                     fn_kwargs={"model": settings.models.embedder, "size": settings.chunking.size,
+                                "overlap": settings.chunking.overlap}, num_cpus=p.task_cpus)
+    )
+    if settings.extraction.method == "llm" and settings.models.llm_backend == "vllm":
+        from pipelines.llm_extract_processor import build_llm_extract_processor
+
+        ds = build_llm_extract_processor(settings)(ds)
+    else:
+        ds = ds.map_batches(ExtractStage, batch_size=p.extract_batch_size,
+                            fn_constructor_kwargs={"settings": settings, "factory": extractor_factory},
+                            **_actor_args(settings, p.extract_actors))
+    ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
+                        **_actor_args(settings, p.embed_actors))
+    return _tables(ds)
+
+
+def embed_texts(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
+    """Embed on the actor pool; each distinct text is embedded once."""
+    if not texts:
+        return np.zeros((0, dim), np.float32)
+    unique, inverse = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
+    return _embed_unique(settings, unique.tolist(), dim)[inverse]
+
+
+def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
+    p = settings.pipeline
+    blocks = max(1, min(len(texts) // p.embed_batch_size + 1, available_cpus() * 4))
+    ds = ray.data.from_arrow(pa.table({"row": np.arange(len(texts)), "text": texts})).repartition(blocks)
+    ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
+                        **_actor_args(settings, p.embed_actors))
+    out = _tables(ds)
+    order = np.argsort(out.column("row").to_numpy())
+    return embedding_matrix(out, dim)[order]
+
+
+def run_build(
+    settings: Settings,
+    input_path: str | None,
+    output: str,
+    *,
+    append: bool = False,
+    deletes: list[str] | None = None,
+    extractor_factory: Callable[[Settings], Extractor] | None = None,
+) -> BuildReport:
+    """Build (or incrementally update) the graph folder at ``output``."""
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    deletes = list(deletes or [])
+    _init_ray()
+    folder = GraphFolder(output)
+    incremental = append or bool(deletes)
+    old = folder.read() if incremental and folder.exists() else None
+    if incremental and old is None and deletes:
+        raise FileNotFoundError(f"--delete needs an existing graph at {output}")
+
+    read = read_stage(settings, input_path) if input_path else pa.table({"kind": pa.array([], pa.string())})
+    docs, rejected = _dedupe(read) if input_path else ({}, [])
+    timings["read"] = time.perf_counter() - t0
+    old_hashes = {} if old is None else dict(zip(old.tables["documents"].column("doc_id").to_pylist(),
+                                                 old.tables["documents"].column("content_hash").to_pylist()))
+    plan = graph_build.plan_update(old_hashes, {d: r["content_hash"] for d, r in docs.items()}, deletes)
+    for doc_id in plan.unknown_deletes:
+        log.warning("--delete %s: no such document in %s", doc_id, output)
+    log.info("plan: %d to process (%d new, %d changed), %d unchanged, %d deleted, %d rejected",
+             len(plan.process), len(plan.added), len(plan.replaced), len(plan.unchanged), len(plan.deleted), len(rejected))
+
+    dim = _embed_dim(settings)
+    t = time.perf_counter()
+    processed = process_stage(settings, read, plan.process, extractor_factory) if plan.process else None
+    timings["chunk_extract_embed"] = time.perf_counter() - t
+    if processed is None or processed.num_rows == 0:
+        processed = _empty_processed()
+    failures = [{"chunk_id": c, "doc_id": d, "error": e} for c, d, e in zip(
+        processed.column("chunk_id").to_pylist(), processed.column("doc_id").to_pylist(),
+        processed.column("extract_error").to_pylist()) if e]
+    for f in failures:
+        log.warning("extraction failed for chunk %s of %s: %s", f["chunk_id"], f["doc_id"], f["error"])
+    chunk_vecs = embedding_matrix(processed, dim)
+
+    by_doc: dict[str, list[int]] = {}
+    for d, n in zip(processed.column("doc_id").to_pylist(), processed.column("n_tokens").to_pylist()):
+        by_doc.setdefault(d, []).append(n)
+    documents = pa.table({
+        "doc_id": plan.process,
+        "content_hash": [docs[d]["content_hash"] for d in plan.process],
+        "source": [docs[d]["source"] for d in plan.process],
+        "title": [docs[d]["title"] for d in plan.process],
+        "n_chunks": [len(by_doc.get(d, [])) for d in plan.process],
+        "n_tokens": [sum(by_doc.get(d, [])) for d in plan.process],
+    }, schema=graph_build.DOCUMENT_SCHEMA)
+
+    t = time.perf_counter()
+    graph, pending = graph_build.assemble(old, plan, documents, processed, chunk_vecs,
+                                          max_description_parts=settings.extraction.max_description_parts, dim=dim)
+    timings["merge"] = time.perf_counter() - t
+    t = time.perf_counter()
+    vecs = embed_texts(settings, pending.entity_texts + pending.relation_texts, dim)
+    graph_build.fill_vectors(graph, pending, vecs[: len(pending.entity_rows)], vecs[len(pending.entity_rows):])
+    timings["embed_graph"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    indexes = {kind: vector_index.build_index(graph.vectors[kind], settings.index) for kind in graph.vectors}
+    timings["index"] = time.perf_counter() - t
+    new_tokens = int(sum(processed.column("n_tokens").to_pylist()))
+    timings["total"] = time.perf_counter() - t0
+    report = BuildReport(
+        output=output, counts=graph_build.counts(graph), processed_docs=len(plan.process),
+        new_chunks=processed.num_rows, new_tokens=new_tokens, rejected=rejected, extract_failures=failures,
+        plan={"added": plan.added, "replaced": plan.replaced, "unchanged_count": [str(len(plan.unchanged))],
+              "deleted": plan.deleted, "unknown_deletes": plan.unknown_deletes},
+        timings={k: round(v, 3) for k, v in timings.items()},
+    )
+    graph.manifest = _manifest(settings, report, indexes, dim)
+    t = time.perf_counter()
+    folder.write(graph, {k: vector_index.to_bytes(v) for k, v in indexes.items()})
+    report.timings["write"] = round(time.perf_counter() - t, 3)
+    return report
+
+
+def _empty_processed() -> pa.Table:
+    return pa.table({
+        "chunk_id": pa.array([], pa.string()), "doc_id": pa.array([], pa.string()), "text": pa.array([], pa.string()),
+        "token_start": pa.array([], pa.int64()), "token_end": pa.array([], pa.int64()), "n_tokens": pa.array([], pa.int64()),
+        "char_start": pa.array([], pa.int64()), "char_end": pa.array([], pa.int64()),
+        "entities": pa.array([], pa.list_(pa.struct([("name", pa.string()), ("type", pa.string()), ("description", pa.string())]))),
+        "relations": pa.array([], pa.list_(pa.struct([("source", pa.string()), ("target", pa.string()),
+                                                       ("description", pa.string()), ("strength", pa.float64())]))),
+        "extract_error": pa.array([], pa.string()),
+    })
+
+
+def _manifest(settings: Settings, report: BuildReport, indexes: dict[str, Any], dim: int) -> dict[str, Any]:
+    m = settings.models
+    return {
+        "format": "memgraft-graph/1",
+        "counts": report.counts,
+        "built": {"processed_docs": report.processed_docs, "new_chunks": report.new_chunks, "new_tokens": report.new_tokens,
+                  "plan": report.plan},
+        "models": {"embedder": display_name(m.embedder), "dim": dim,
+                   "extractor": settings.extraction.method if settings.extraction.method == "spacy" else f"llm:{display_name(m.llm)}",
+                   "spacy_model": display_name(m.spacy_model)},
+        "indexes": {k: {"kind": vector_index.index_kind(v), "vectors": int(v.ntotal)} for k, v in indexes.items()},
+        "settings": settings.model_dump(mode="json"),
+        "timings_s": report.timings,
+        "rejected": report.rejected,
+        "extract_failures": report.extract_failures,
+    }
+
+
+def print_summary(report: BuildReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"graph built: {report.output}", show_header=False)
+    c = report.counts
+    rows = [
+        ("documents", f"{c['documents']} ({report.processed_docs} processed this run)"),
+        ("chunks", f"{c['chunks']} ({report.new_chunks} new)"),
+        ("entities", str(c["entities"])), ("relations", str(c["relations"])),
+        ("rejected", str(len(report.rejected))), ("extraction failures", str(len(report.extract_failures))),
+        ("seconds", f"{report.seconds:.1f}"),
+        ("tokens/s", f"{report.tokens_per_s:,.0f} ({report.new_tokens:,} tokens chunked, extracted, embedded)"),
+        ("stage seconds", ", ".join(f"{k} {v:.1f}" for k, v in report.timings.items() if k != "total")),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
+    for r in report.rejected[:20]:
+        Console().print(f"  [yellow]rejected[/] {r['source']}: {r['reason']}")
+
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+
+@app.command()
+def main(
+    input: Optional[str] = typer.Option(None, "--input", "-i", help="a file or folder of documents"),
+    output: str = typer.Option(..., "--output", "-o", help="the graph folder (local path or pyarrow filesystem URI)"),
+    append: bool = typer.Option(False, "--append", help="add new and changed documents to an existing graph"),
+    delete: list[str] = typer.Option([], "--delete", help="remove a document (repeatable)"),
+    profile: str = typer.Option("local", "--profile", help="configs/<profile>.yaml or a YAML path"),
+    set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
+) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if input is None and not delete:
+        raise typer.BadParameter("give --input, --delete, or both")
+    settings = load_settings(profile, set_)
+    report = run_build(settings, input, output, append=append, deletes=delete)
+    print_summary(report)
+
+
+if __name__ == "__main__":
+    app()
