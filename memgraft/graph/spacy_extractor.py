@@ -61,7 +61,7 @@ class SpacyExtractor:
         entities: dict[str, EntityMention] = {}
         relations: dict[tuple[str, str], RelationMention] = {}
         for sent in doc.sents:
-            sentence = sent.text.strip()[:MAX_DESCRIPTION_CHARS]
+            sentence = " ".join(sent.text.split())[:MAX_DESCRIPTION_CHARS]
             found: list[tuple[str, str]] = []  # (name, type), named entities first
             covered: set[int] = set()
             for ent in sent.ents:
