@@ -58,14 +58,17 @@ def _title_text(title: str, text: str) -> str:
     return f"{title}\n\n{text}" if title and not text.startswith(title) else text
 
 
+def _too_big(size: int, limit: int) -> str:
+    return f"document is {size / 1e6:.1f} MB, over the limit of {limit / 1e6:g} MB (pipeline.max_document_mb)"
+
+
 def _check_text(text: Any, where: str, doc_id: str, max_chars: int) -> Rejection | None:
     if not isinstance(text, str):
         return Rejection(where, f"field 'text' is {type(text).__name__}, not a string", doc_id)
     if not text.strip():
         return Rejection(where, "empty document", doc_id)
-    if len(text) > max_chars:
-        return Rejection(where, f"document is {len(text) / 1e6:.1f}M characters, over the limit "
-                         f"of {max_chars / 1e6:.1f}M (pipeline.max_document_mb)", doc_id)
+    if len(text) > max_chars // 4 and (size := len(text.encode("utf-8"))) > max_chars:
+        return Rejection(where, _too_big(size, max_chars), doc_id)
     return None
 
 
@@ -106,7 +109,7 @@ def _json_objects(data: Any) -> list[Any] | None:
 def read_file(path: Path, root: Path, max_mb: float) -> Iterator[Document | Rejection]:
     """Every document in one file, or the reasons it has none."""
     rel = path.relative_to(root).as_posix() if path != root else path.name
-    max_chars = int(max_mb * 1_000_000)
+    max_chars = int(max_mb * 1_000_000)  # UTF-8 bytes
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         yield Rejection(rel, f"unsupported file type {suffix or '(none)'!r}; expected one of {sorted(SUFFIXES)}")
@@ -115,8 +118,8 @@ def read_file(path: Path, root: Path, max_mb: float) -> Iterator[Document | Reje
     if size == 0:
         yield Rejection(rel, "empty file", rel if suffix in TEXT_SUFFIXES else "")
         return
-    if suffix in TEXT_SUFFIXES and size > max_chars * 4:  # no need to decode what cannot fit
-        yield Rejection(rel, f"file is {size / 1e6:.1f} MB, over the limit of {max_mb} MB (pipeline.max_document_mb)", rel)
+    if suffix in TEXT_SUFFIXES and size > max_chars:  # rejected unread
+        yield Rejection(rel, _too_big(size, max_chars), rel)
         return
     if suffix == ".parquet":
         yield from _read_parquet(path, rel, max_chars)

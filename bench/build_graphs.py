@@ -1,0 +1,413 @@
+"""The LLM-free graph build on MuSiQue: end to end on Ray against its bare stages, in one run.
+
+    python bench/build_graphs.py --corpus ../shared/data/musique/musique_train_corpus.json \\
+        --questions ../shared/data/musique/musique_train.json [--limit N] [--out DIR] [--set k=v ...]
+
+1. The pipeline (``pipelines.build_graphs.run_build``) on a local Ray started
+   beforehand (its start-up is reported apart): wall seconds, chunks/s, tokens/s.
+2. The bare stages on the same texts, in this process, without Ray, each alone,
+   after a small warm-up, with the torch threads the pipeline's actors set:
+   chunking; the spaCy extractor (``nlp.pipe`` plus its mention rules) over the
+   chunks; ``SentenceTransformer.encode`` of the chunks, of the entity texts and
+   of the relation texts the build embedded (distinct texts, as the build
+   embeds them). Efficiency = sum of bare seconds / end-to-end seconds.
+3. Peak memory: the driver's peak RSS (``getrusage``), and from sampling every
+   process under this one (Ray's raylet, GCS and workers; RSS, so pages two
+   processes share count twice) the peak total and the peak of the workers.
+4. Recall@2/@5 of MuSiQue's supporting passages for dense chunk search and for
+   entity-to-chunk graph retrieval over the graph just built.
+
+The machine is noisy, which is why every figure comes from the same run.
+Figures are printed and written to ``<out>/bench_build_graphs.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+
+MB = 1024 * 1024
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+class MemorySampler:
+    """Samples the RSS of this process and of every process under it (Ray's), per named phase."""
+
+    SYSTEM = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "agent")
+
+    def __init__(self, interval_s: float = 0.25):
+        import psutil
+
+        self._psutil = psutil
+        self.interval_s = interval_s
+        self.root = psutil.Process()
+        self.phase = "start"
+        self.peaks: dict[str, dict[str, float]] = {}
+        self._kind: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+
+    def start(self) -> "MemorySampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _classify(self, proc: Any) -> str:
+        kind = self._kind.get(proc.pid)
+        if kind:
+            return kind
+        try:
+            cmd = " ".join(proc.cmdline())
+        except (self._psutil.Error, OSError):
+            return "system"
+        if cmd.startswith("ray::") or "default_worker.py" in cmd:
+            kind = "worker"
+        elif any(s in cmd for s in self.SYSTEM) or proc.name() in ("raylet", "gcs_server"):
+            kind = "system"
+        else:
+            return "system"  # not yet known (a worker starting up): ask again next time
+        self._kind[proc.pid] = kind
+        return kind
+
+    def sample(self) -> None:
+        driver = workers = system = biggest = 0.0
+        try:
+            driver = self.root.memory_info().rss
+            children = self.root.children(recursive=True)
+        except self._psutil.Error:
+            return
+        for proc in children:
+            try:
+                rss = proc.memory_info().rss
+                kind = self._classify(proc)
+            except self._psutil.Error:
+                continue
+            if kind == "worker":
+                workers += rss
+                biggest = max(biggest, rss)
+            else:
+                system += rss
+        peak = self.peaks.setdefault(self.phase, {})
+        for key, value in (("total", driver + workers + system), ("driver", driver), ("workers", workers),
+                           ("ray_system", system), ("largest_worker", biggest)):
+            peak[key] = max(peak.get(key, 0.0), value / MB)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+
+def driver_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def timed(into: dict[str, float], key: str) -> Iterator[None]:
+    t = time.perf_counter()
+    yield
+    into[key] = time.perf_counter() - t
+
+
+def limited_corpus(corpus: Path, limit: int | None, out: Path) -> Path:
+    """The first ``limit`` passages as their own file (same order, so the same doc_ids)."""
+    if not limit:
+        return corpus
+    records = json.loads(corpus.read_text(encoding="utf-8"))[:limit]
+    path = out / f"corpus_first_{limit}.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def graph_texts(graph_dir: Path) -> tuple[list[str], list[str]]:
+    """The distinct entity texts and relation texts the build embedded (a text in both counts once, as an entity)."""
+    from memgraft.graph.folder import GraphFolder
+    from memgraft.graph.merge import entity_text, relation_text
+
+    folder = GraphFolder(str(graph_dir))
+    ents = folder.read_table("entities", ["entity_id", "name", "description"])
+    rels = folder.read_table("relations", ["source_id", "target_id", "description"])
+    names = dict(zip(ents.column("entity_id").to_pylist(), ents.column("name").to_pylist()))
+    ent_texts = list(dict.fromkeys(
+        entity_text(n, d) for n, d in zip(ents.column("name").to_pylist(), ents.column("description").to_pylist())))
+    seen = set(ent_texts)
+    rel_texts = list(dict.fromkeys(
+        t for t in (relation_text(names[s], names[g], d) for s, g, d in zip(
+            rels.column("source_id").to_pylist(), rels.column("target_id").to_pylist(), rels.column("description").to_pylist()))
+        if t not in seen))
+    return ent_texts, rel_texts
+
+
+# -- the three measurements --------------------------------------------------------------------
+
+
+def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) -> dict[str, Any]:
+    import ray
+
+    import pipelines.build_graphs as bg
+
+    stats: list[str] = []
+    if ray_stats:  # a diagnostic: keep each executed dataset's Ray Data stats
+        original = bg._tables
+
+        def _tables_with_stats(ds: Any) -> Any:
+            table = original(ds)
+            stats.append(ds.stats())
+            return table
+
+        bg._tables = _tables_with_stats
+    t = time.perf_counter()
+    try:
+        report = bg.run_build(settings, str(corpus), str(graph_dir))
+    finally:
+        if ray_stats:
+            bg._tables = original
+    seconds = time.perf_counter() - t
+    phases = {k: v for k, v in report.timings.items() if k != "total"}
+    phases["unaccounted"] = max(0.0, seconds - sum(phases.values()))  # the embedder-dimension probe, Ray start of work
+    return {
+        "seconds": seconds, "docs": report.processed_docs, "chunks": report.new_chunks, "tokens": report.new_tokens,
+        "counts": report.counts, "rejected": len(report.rejected), "extract_failures": len(report.extract_failures),
+        "phases": phases, "ray_stats": stats, "cluster_cpus": ray.cluster_resources().get("CPU"),
+    }
+
+
+def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
+    from memgraft.graph.extractors import make_extractor
+    from memgraft.models.embedder import load_embedder, load_tokenizer
+    from memgraft.models.threads import set_torch_threads
+    from memgraft.text.chunking import chunk_batch
+    from memgraft.text.documents import list_input_files, read_files
+
+    threads = set_torch_threads(settings.models.torch_threads)  # as every actor does
+    loads: dict[str, float] = {}
+    secs: dict[str, float] = {}
+    root, files = list_input_files(corpus)
+    docs, _ = read_files(files, root, settings.pipeline.max_document_mb)
+
+    with timed(loads, "tokenizer"):
+        tokenizer = load_tokenizer(settings.models.embedder)
+    chunk_batch(tokenizer, {"doc_id": [d.doc_id for d in docs[:8]], "text": [d.text for d in docs[:8]]},
+                settings.chunking.size, settings.chunking.overlap)  # warm-up
+    with timed(secs, "chunking"):
+        chunks = chunk_batch(tokenizer, {"doc_id": [d.doc_id for d in docs], "text": [d.text for d in docs]},
+                             settings.chunking.size, settings.chunking.overlap)
+    texts = chunks["text"]
+
+    with timed(loads, "spacy"):
+        extractor = make_extractor(settings)
+    extractor.extract(texts[:16])  # warm-up
+    with timed(secs, "spacy_extract"):
+        extractions = extractor.extract(texts)
+
+    with timed(loads, "embedder"):
+        embedder = load_embedder(settings)
+    embedder.encode(texts[:16])  # warm-up
+    with timed(secs, "embed_chunks"):
+        embedder.encode(texts)
+    ent_texts, rel_texts = graph_texts(graph_dir)
+    with timed(secs, "embed_entities"):
+        embedder.encode(ent_texts)
+    with timed(secs, "embed_relations"):
+        embedder.encode(rel_texts)
+
+    items = {"chunking": len(docs), "spacy_extract": len(texts), "embed_chunks": len(texts),
+             "embed_entities": len(ent_texts), "embed_relations": len(rel_texts)}
+    units = {"chunking": "docs", "spacy_extract": "chunks", "embed_chunks": "chunks",
+             "embed_entities": "texts", "embed_relations": "texts"}
+    return {
+        "seconds": secs, "items": items, "units": units, "loads_s": loads, "torch_threads": threads,
+        "chunks": len(texts), "chunk_ids": chunks["chunk_id"], "tokens": int(sum(chunks["n_tokens"])),
+        "mentions": sum(len(e.entities) for e in extractions),
+        "text_chars": {"entities": sum(map(len, ent_texts)), "relations": sum(map(len, rel_texts))},
+        "embedder": embedder,
+    }
+
+
+def run_recall(settings: Any, embedder: Any, graph_dir: Path, questions_path: Path, corpus: Path,
+               ks: tuple[int, ...]) -> dict[str, Any]:
+    from memgraft.eval.musique import PassageIds, evaluate_retrieval, load_questions
+    from memgraft.graph.store import GraphStore
+
+    questions = load_questions(questions_path)
+    ids = PassageIds.from_corpus(corpus)
+    store = GraphStore.load(str(graph_dir), embedder)
+    in_graph = {r["doc_id"] for r in store._rows["chunks"]}
+    gold = [ids.gold(q) for q in questions]
+    vecs = embedder.encode([q.question for q in questions])
+    out = evaluate_retrieval(store, questions, ids, ks=ks, top_entities=settings.hgmem.top_entities, query_vectors=vecs)
+    return {
+        "questions": len(questions), "gold_passages": sum(map(len, gold)),
+        "gold_in_graph": sum(d in in_graph for g in gold for d in g), "top_entities": settings.hgmem.top_entities,
+        "retrievers": out,
+    }
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def print_tables(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(width=120)
+    p, b, m, r = result["pipeline"], result["bare"], result["memory"], result["recall"]
+    e2e = p["seconds"]
+
+    t = Table(title=f"graph build on {result['corpus_name']}: {p['docs']} docs, {p['chunks']} chunks, "
+                    f"{p['tokens']:,} tokens; {p['counts']['entities']:,} entities, {p['counts']['relations']:,} relations")
+    for col in ("stage", "items", "seconds", "rate", "share of end-to-end"):
+        t.add_column(col, justify="left" if col == "stage" else "right")
+    t.add_row("[bold]pipeline end to end (Ray)", f"{p['chunks']} chunks", f"{e2e:.1f}",
+              f"{p['chunks'] / e2e:.1f} chunks/s, {p['tokens'] / e2e:,.0f} tok/s", "1.00")
+    for k, v in p["phases"].items():
+        t.add_row(f"  pipeline: {k}", "", f"{v:.1f}", "", f"{v / e2e:.2f}")
+    t.add_section()
+    for k, v in b["seconds"].items():
+        n = b["items"][k]
+        t.add_row(f"bare: {k}", f"{n} {b['units'][k]}", f"{v:.1f}", f"{n / v:.1f} {b['units'][k]}/s", f"{v / e2e:.2f}")
+    t.add_row("[bold]bare: sum", "", f"{result['bare_sum_s']:.1f}",
+              f"{p['chunks'] / result['bare_sum_s']:.1f} chunks/s, {p['tokens'] / result['bare_sum_s']:,.0f} tok/s",
+              f"{result['bare_sum_s'] / e2e:.2f}")
+    t.add_section()
+    eff = result["efficiency"]
+    t.add_row("[bold]efficiency = bare sum / end to end", "", "", "", f"[bold]{eff['overall']:.2f}")
+    t.add_row("  chunk+spaCy+embed chunks / pipeline chunk_extract_embed", "", "", "", f"{eff['chunk_extract_embed']:.2f}")
+    t.add_row("  embed entities+relations / pipeline embed_graph", "", "", "", f"{eff['embed_graph']:.2f}")
+    t.add_row("  bare sum / (end to end - driver-side read, merge, index, write)", "", "", "", f"{eff['ray_part']:.2f}")
+    con.print(t)
+
+    loads = ", ".join(f"{k} {v:.1f} s" for k, v in b["loads_s"].items())
+    con.print(f"Ray start-up (not in end to end): {result['ray_init_s']:.1f} s on {p['cluster_cpus']:g} CPUs; "
+              f"bare model loads (not in bare sum): {loads}; torch threads in bare stages: {b['torch_threads']}; "
+              f"settings: embedder {result['settings']['embedder_dtype']}, actors extract/embed "
+              f"{result['settings']['extract_actors']}/{result['settings']['embed_actors']}")
+
+    mt = Table(title="peak memory (MiB, RSS)")
+    for col in ("phase", "driver+Ray total", "driver", "Ray workers (sum)", "largest worker", "Ray system"):
+        mt.add_column(col, justify="left" if col == "phase" else "right")
+    for phase, peak in m["sampled"].items():
+        mt.add_row(phase, *(f"{peak.get(k, 0):,.0f}" for k in ("total", "driver", "workers", "largest_worker", "ray_system")))
+    con.print(mt)
+    con.print(f"driver peak RSS over the whole run (getrusage): {m['driver_peak_mb']:,.0f} MiB; sampled every "
+              f"{m['interval_s']} s; peaks of each column are taken apart, so they need not add up")
+
+    rt = Table(title=f"MuSiQue supporting-passage recall, {r['questions']} questions, {r['gold_passages']} gold passages "
+                     f"({r['gold_in_graph']} in the graph)")
+    ks = [k for k in next(iter(r["retrievers"].values())) if k.startswith("recall@")]
+    rt.add_column("retriever")
+    for k in ks:
+        rt.add_column(k, justify="right")
+    rt.add_column("passages returned (mean)", justify="right")
+    labels = {"dense": "dense chunks (NaiveRAG)", "graph": f"graph: top-{r['top_entities']} entities -> their chunks"}
+    for name, scores in r["retrievers"].items():
+        rt.add_row(labels.get(name, name), *(f"{scores[k]:.3f}" for k in ks), f"{scores['mean_passages']:.1f}")
+    dense, graph = r["retrievers"]["dense"], r["retrievers"]["graph"]
+    rt.add_row("graph / dense", *(f"{graph[k] / dense[k]:.2f}" if dense[k] else "-" for k in ks), "")
+    con.print(rt)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, required=True, help="musique_train_corpus.json")
+    parser.add_argument("--questions", type=Path, required=True, help="musique_train.json")
+    parser.add_argument("--out", type=Path, default=None, help="where the graph and the JSON go (default: a new temp dir)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N passages")
+    parser.add_argument("--profile", default="local")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--ray-stats", action="store_true", help="also print Ray Data's stats of each dataset the build runs")
+    args = parser.parse_args(argv)
+
+    from memgraft.config import load_settings
+
+    settings = load_settings(args.profile, args.overrides)
+    out = args.out or Path(tempfile.mkdtemp(prefix="memgraft-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    graph_dir = out / "graph"
+    corpus = limited_corpus(args.corpus, args.limit, out)
+
+    sampler = MemorySampler().start()
+    import ray
+
+    t = time.perf_counter()
+    ray.init(include_dashboard=False, log_to_driver=True, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    ray_init_s = time.perf_counter() - t
+
+    sampler.phase = "pipeline"
+    pipeline = run_pipeline(settings, corpus, graph_dir, args.ray_stats)
+    sampler.sample()
+    ray.shutdown()  # the bare stages run alone
+
+    sampler.phase = "bare"
+    bare = run_bare(settings, corpus, graph_dir)
+    sampler.phase = "recall"
+    embedder = bare.pop("embedder")
+    recall = run_recall(settings, embedder, graph_dir, args.questions, corpus, (2, 5))
+    sampler.stop()
+
+    chunk_ids = bare.pop("chunk_ids")
+    secs = bare["seconds"]
+    bare_sum = sum(secs.values())
+    phases = pipeline["phases"]
+    driver_side = sum(phases.get(k, 0.0) for k in ("read", "merge", "index", "write"))
+    result: dict[str, Any] = {
+        "corpus": str(args.corpus), "corpus_name": args.corpus.name, "limit": args.limit, "out": str(out),
+        "settings": {"profile": settings.profile, "overrides": args.overrides,
+                     "embedder_dtype": settings.models.embedder_dtype, "torch_threads": settings.models.torch_threads,
+                     **settings.pipeline.model_dump()},
+        "ray_init_s": ray_init_s,
+        "pipeline": pipeline,
+        "bare": bare,
+        "bare_sum_s": bare_sum,
+        "efficiency": {
+            "overall": bare_sum / pipeline["seconds"],
+            "chunk_extract_embed": (secs["chunking"] + secs["spacy_extract"] + secs["embed_chunks"]) / phases["chunk_extract_embed"],
+            "embed_graph": (secs["embed_entities"] + secs["embed_relations"]) / phases["embed_graph"],
+            "ray_part": bare_sum / max(1e-9, pipeline["seconds"] - driver_side),
+        },
+        "rates": {"pipeline_chunks_per_s": pipeline["chunks"] / pipeline["seconds"],
+                  "pipeline_tokens_per_s": pipeline["tokens"] / pipeline["seconds"],
+                  "bare_chunks_per_s": pipeline["chunks"] / bare_sum, "bare_tokens_per_s": pipeline["tokens"] / bare_sum},
+        "memory": {"driver_peak_mb": driver_peak_mb(), "sampled": sampler.peaks, "interval_s": sampler.interval_s,
+                   "what": "RSS; 'total' is the driver plus every process under it (Ray's GCS, raylet, workers); "
+                           "shared pages count once per process"},
+        "recall": recall,
+    }
+    if bare["chunks"] != pipeline["chunks"]:
+        print(f"warning: bare chunking made {bare['chunks']} chunks, the pipeline {pipeline['chunks']}", file=sys.stderr)
+    result["same_chunks"] = bare["chunks"] == pipeline["chunks"] and len(set(chunk_ids)) == pipeline["counts"]["chunks"]
+    print_tables(result)
+    for i, s in enumerate(pipeline["ray_stats"]):
+        print(f"\n--- Ray Data stats, dataset {i + 1} of {len(pipeline['ray_stats'])} ---\n{s}")
+    (out / "bench_build_graphs.json").write_text(json.dumps(result, indent=2, default=str))
+    print(f"\nfigures written to {out / 'bench_build_graphs.json'}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Evaluation: dataset loaders, retrieval metrics and answer scorers."""

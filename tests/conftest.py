@@ -1,0 +1,57 @@
+"""Shared fixtures: offline models only, one local Ray for the whole session."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def settings():
+    from memgraft.config import load_settings
+
+    return load_settings("local")
+
+
+@pytest.fixture(scope="session")
+def embedder(settings):
+    from memgraft.models.embedder import load_embedder
+
+    return load_embedder(settings)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(settings):
+    from memgraft.models.embedder import load_tokenizer
+
+    return load_tokenizer(settings.models.embedder)
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def musique_slice(tmp_path_factory) -> Path:
+    """The first 30 MuSiQue passages as a corpus file."""
+    corpus = json.loads((DATA / "musique" / "musique_train_corpus.json").read_text())[:30]
+    path = tmp_path_factory.mktemp("musique") / "corpus.json"
+    path.write_text(json.dumps(corpus))
+    return path

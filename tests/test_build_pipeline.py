@@ -1,0 +1,159 @@
+"""End-to-end graph builds on a local Ray: the folder, rebuilds, append/delete, bad input, a killed worker."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import cloudpickle
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from memgraft.graph.folder import TABLES
+from memgraft.graph.spacy_extractor import SpacyExtractor
+from tests.conftest import DATA
+
+pytestmark = pytest.mark.slow
+
+
+def build(settings, inp, out, **kw):
+    from pipelines.build_graphs import run_build
+
+    return run_build(settings, str(inp) if inp else None, str(out), **kw)
+
+
+def tables(folder: Path) -> dict:
+    return {name: pq.read_table(folder / f"{name}.parquet") for name in TABLES}
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    ta, tb = tables(a), tables(b)
+    for name in TABLES:
+        assert ta[name].equals(tb[name]), f"{name}.parquet differs"
+
+
+@pytest.fixture(scope="module")
+def slice_graph(ray_local, settings, musique_slice, tmp_path_factory) -> tuple[Path, object]:
+    out = tmp_path_factory.mktemp("graph")
+    return out, build(settings, musique_slice, out)
+
+
+def test_end_to_end_folder(slice_graph):
+    out, report = slice_graph
+    manifest = json.loads((out / "manifest.json").read_text())
+    t = tables(out)
+    assert manifest["counts"] == {k: t[k].num_rows for k in ("documents", "chunks", "entities", "relations")}
+    assert report.counts["documents"] == 30 and report.counts["chunks"] >= 30 and report.rejected == []
+    assert manifest["models"] == {"embedder": "all-MiniLM-L6-v2", "dim": 384, "extractor": "spacy",
+                                  "spacy_model": "en_core_web_sm"}
+    assert set(manifest["indexes"]) == {"chunks", "entities", "relations"}
+    assert manifest["indexes"]["chunks"] == {"kind": "flat", "vectors": t["chunks"].num_rows}
+    chunk_ids = set(t["chunks"].column("chunk_id").to_pylist())
+    for ids in t["entities"].column("chunk_ids").to_pylist():
+        assert ids and set(ids) <= chunk_ids
+    entity_ids = set(t["entities"].column("entity_id").to_pylist())
+    rel = t["relations"].to_pylist()
+    assert all(r["source_id"] in entity_ids and r["target_id"] in entity_ids for r in rel)
+    for kind in ("chunks", "entities", "relations"):
+        vecs = np.load(out / "vectors" / f"{kind}.npy")
+        assert vecs.shape == (t[kind].num_rows, 384)
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-2)
+    assert max(t["chunks"].column("n_tokens").to_pylist()) <= 200
+
+
+def test_rebuild_gives_identical_tables(slice_graph, settings, musique_slice, tmp_path):
+    out, _ = slice_graph
+    build(settings, musique_slice, tmp_path / "again")
+    assert_same_tables(out, tmp_path / "again")
+
+
+def _passages(n: int, start: int = 200) -> list[str]:
+    corpus = json.loads((DATA / "musique" / "musique_train_corpus.json").read_text())
+    return [f"{p['title']}\n\n{p['text']}" for p in corpus[start:start + n]]
+
+
+def test_append_change_and_delete_match_a_fresh_build(ray_local, settings, tmp_path):
+    a, b, b2, c = _passages(4)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(a)
+    (docs / "b.txt").write_text(b)
+    graph = tmp_path / "graph"
+    build(settings, docs, graph)
+    a_chunks = [r for r in tables(graph)["chunks"].to_pylist() if r["doc_id"] == "a.txt"]
+
+    (docs / "b.txt").write_text(b2)  # changed
+    (docs / "c.txt").write_text(c)  # new
+    report = build(settings, docs, graph, append=True)
+    assert report.plan["added"] == ["c.txt"] and report.plan["replaced"] == ["b.txt"]
+    assert report.processed_docs == 2  # a.txt was not recomputed
+    now = tables(graph)
+    assert [r for r in now["chunks"].to_pylist() if r["doc_id"] == "a.txt"] == a_chunks
+    assert b[:40] not in " ".join(now["chunks"].column("text").to_pylist())
+    fresh = tmp_path / "fresh"
+    build(settings, docs, fresh)
+    assert_same_tables(graph, fresh)
+    assert np.allclose(np.load(graph / "vectors" / "chunks.npy"), np.load(fresh / "vectors" / "chunks.npy"), atol=2e-2)
+
+    c_only = {r["entity_id"] for r in now["entities"].to_pylist()
+              if {cid for cid in r["chunk_ids"]} <= {x["chunk_id"] for x in now["chunks"].to_pylist() if x["doc_id"] == "c.txt"}}
+    assert c_only
+    report = build(settings, None, graph, deletes=["c.txt", "missing.txt"])
+    assert report.plan["deleted"] == ["c.txt"] and report.plan["unknown_deletes"] == ["missing.txt"]
+    after = tables(graph)
+    assert not c_only & set(after["entities"].column("entity_id").to_pylist())
+    assert "c.txt" not in after["chunks"].column("doc_id").to_pylist()
+    (docs / "c.txt").unlink()
+    build(settings, docs, tmp_path / "fresh2")
+    assert_same_tables(graph, tmp_path / "fresh2")
+
+
+def test_bad_inputs_are_rejected_and_the_rest_is_built(ray_local, settings, tmp_path):
+    docs = tmp_path / "mixed"
+    docs.mkdir()
+    (docs / "good.txt").write_text(_passages(1)[0])
+    (docs / "empty.txt").write_text("")
+    (docs / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (docs / "records.jsonl").write_text('{"id": "r1", "body": "no text"}\n{"id": "r2", "text": "Rome is in Italy."}\n')
+    (docs / "photo.png").write_bytes(b"\x89PNG")
+    with (docs / "huge.txt").open("wb") as f:
+        f.truncate(50 * 1024 * 1024)
+    out = tmp_path / "g"
+    report = build(settings, docs, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    reasons = {r["source"]: r["reason"] for r in manifest["rejected"]}
+    assert set(reasons) == {"empty.txt", "latin1.txt", "records.jsonl[0]", "photo.png", "huge.txt"}
+    assert "over the limit" in reasons["huge.txt"] and reasons["latin1.txt"].startswith("undecodable")
+    assert report.counts["documents"] == 2
+    assert sorted(tables(out)["documents"].column("doc_id").to_pylist()) == ["good.txt", "r2"]
+
+
+class DyingOnceExtractor(SpacyExtractor):
+    """Kills its own worker process the first time it is called (a marker file remembers)."""
+
+    def __init__(self, settings, marker: str):
+        super().__init__(settings.extraction, settings.models.spacy_model)
+        self.marker = marker
+
+    def extract(self, texts):
+        if not os.path.exists(self.marker):
+            Path(self.marker).write_text("killed")
+            os._exit(1)
+        return super().extract(texts)
+
+
+def dying_factory(settings, marker):
+    return DyingOnceExtractor(settings, marker)
+
+
+def test_a_killed_worker_is_retried_and_the_output_is_the_same(slice_graph, settings, musique_slice, tmp_path):
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    marker = tmp_path / "killed.marker"
+    out = tmp_path / "survivor"
+    build(settings, musique_slice, out, extractor_factory=functools.partial(dying_factory, marker=str(marker)))
+    assert marker.read_text() == "killed"
+    assert_same_tables(slice_graph[0], out)

@@ -1,0 +1,41 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from memgraft.config import load_settings
+
+
+def test_local_profile_holds_the_papers_numbers():
+    s = load_settings("local")
+    assert (s.chunking.size, s.chunking.overlap) == (200, 50)
+    h = s.hgmem
+    assert (h.top_entities, h.relations_per_entity, h.top_chunks, h.max_chunks_per_step, h.max_steps) == (20, 5, 10, 50, 3)
+    assert (s.generation.temperature, s.generation.max_new_tokens) == (0.8, 2048)
+    assert s.models.embedder.startswith("bundled:")
+
+
+def test_cluster_profile_names_hub_models():
+    s = load_settings("a100")
+    assert s.models.embedder == "BAAI/bge-m3"
+    assert s.models.llm == "Qwen/Qwen2.5-32B-Instruct"
+    assert s.models.reranker == "BAAI/bge-reranker-v2-m3"
+
+
+def test_overrides_are_typed():
+    s = load_settings("local", ["hgmem.max_steps=4", "generation.temperature=0.2", "hgmem.exclude_memory_entities=false"])
+    assert s.hgmem.max_steps == 4 and s.generation.temperature == 0.2 and s.hgmem.exclude_memory_entities is False
+
+
+def test_bad_overrides_say_what_is_wrong(tmp_path: Path):
+    with pytest.raises(ValidationError):
+        load_settings("local", ["hgmem.max_stepz=4"])
+    with pytest.raises(ValidationError):
+        load_settings("local", ["chunking.size=-3"])
+    with pytest.raises(ValueError, match="section.field=value"):
+        load_settings("local", ["hgmem.max_steps"])
+    with pytest.raises(FileNotFoundError, match="nope"):
+        load_settings("nope")
+    custom = tmp_path / "mine.yaml"
+    custom.write_text("chunking: {size: 64, overlap: 16}\n")
+    assert load_settings(custom).chunking.size == 64
