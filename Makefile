@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	$(PY) -m memgraft.demo --corpus $(DATA)/musique/musique_train_corpus.json \
+	$(PY) pipelines/demo.py --corpus $(DATA)/musique/musique_train_corpus.json \
 		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --profile $(PROFILE)
 
 test: install

@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bare = run_bare(settings, corpus, graph_dir)
     sampler.phase = "recall"
     embedder = bare.pop("embedder")
-    recall = run_recall(settings, embedder, graph_dir, args.questions, corpus, (2, 5))
+    recall = run_recall(settings, embedder, graph_dir, args.questions, args.corpus, (2, 5))  # ids from the whole file
     sampler.stop()
 
     chunk_ids = bare.pop("chunk_ids")

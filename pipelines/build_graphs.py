@@ -29,7 +29,7 @@ from memgraft.config import Settings, load_settings
 from memgraft.graph import build as graph_build
 from memgraft.graph import vector_index
 from memgraft.graph.extraction import Extractor
-from memgraft.graph.folder import GraphData, GraphFolder
+from memgraft.graph.folder import GraphFolder, GraphFolderError
 from memgraft.models.registry import display_name
 from memgraft.models.threads import available_cpus
 from memgraft.text.documents import list_input_files
@@ -311,7 +311,11 @@ def main(
     if input is None and not delete:
         raise typer.BadParameter("give --input, --delete, or both")
     settings = load_settings(profile, set_)
-    report = run_build(settings, input, output, append=append, deletes=delete)
+    try:
+        report = run_build(settings, input, output, append=append, deletes=delete)
+    except (FileNotFoundError, GraphFolderError) as err:
+        typer.echo(f"build_graphs: {err}", err=True)
+        raise typer.Exit(2) from err
     print_summary(report)
 
 

@@ -37,6 +37,10 @@ def load_spacy(model: str, noun_chunks: bool):
     return nlp
 
 
+def _entity_name(text: str) -> str:
+    return re.sub(r"^(the|The)\s+", "", " ".join(text.split()))
+
+
 def _clean_span(span: Any) -> str:
     """A noun chunk without leading determiners or pronouns ("the old mill" -> "old mill")."""
     tokens = list(span)
@@ -66,8 +70,8 @@ class SpacyExtractor:
             covered: set[int] = set()
             for ent in sent.ents:
                 kind = LABEL_TYPES.get(ent.label_)
-                if kind:
-                    found.append((re.sub(r"^(the|The)\s+", "", ent.text.strip()), kind))
+                if kind:  # a span across a line break (a title above its text) is two mentions
+                    found.extend((_entity_name(part), kind) for part in ent.text.split("\n") if part.strip())
                 covered.update(range(ent.start, ent.end))
             if s.noun_chunks and doc.has_annotation("DEP"):
                 for nc in sent.noun_chunks:

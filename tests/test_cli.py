@@ -1,0 +1,37 @@
+"""The user-facing command, as a user runs it: `python pipelines/build_graphs.py ...` in its own process."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "pipelines/build_graphs.py", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_build_graphs_command(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London on the Analytical Engine.")
+    (docs / "b.json").write_text(json.dumps([{"id": "b", "body": "no text here"}]))
+    out = tmp_path / "graph"
+    proc = run("--input", str(docs), "--output", str(out), "--set", "pipeline.embed_batch_size=16")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "graph built" in proc.stdout and "rejected" in proc.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["documents"] == 1 and manifest["settings"]["pipeline"]["embed_batch_size"] == 16
+    assert manifest["rejected"][0]["reason"] == "record has no 'text' field"
+
+
+def test_build_graphs_command_errors():
+    proc = run("--output", "/tmp/nowhere")
+    assert proc.returncode != 0 and "--input, --delete" in proc.stderr + proc.stdout
+    proc = run("--input", "/no/such/path", "--output", "/tmp/nowhere")
+    assert proc.returncode == 2 and "build_graphs: input /no/such/path does not exist" in proc.stderr
