@@ -14,6 +14,8 @@
 3. Peak memory: the driver's peak RSS (``getrusage``), and from sampling every
    process under this one (Ray's raylet, GCS and workers; RSS, so pages two
    processes share count twice) the peak total and the peak of the workers.
+   The same sampling counts the CPU this run used per phase against what the
+   rest of the machine used, so a figure taken under someone else's load shows it.
 4. Recall@2/@5 of MuSiQue's supporting passages for dense chunk search and for
    entity-to-chunk graph retrieval over the graph just built.
 
@@ -48,8 +50,9 @@ MB = 1024 * 1024
 # -- memory ------------------------------------------------------------------------------------
 
 
-class MemorySampler:
-    """Samples the RSS of this process and of every process under it (Ray's), per named phase."""
+class ProcessSampler:
+    """Per named phase: peak RSS of this process and of every process under it (Ray's), and
+    CPU-seconds used by this tree against those used by the rest of the machine (the noise)."""
 
     SYSTEM = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "agent")
 
@@ -61,19 +64,42 @@ class MemorySampler:
         self.root = psutil.Process()
         self.phase = "start"
         self.peaks: dict[str, dict[str, float]] = {}
+        self.cpu: dict[str, dict[str, float]] = {}  # per phase: wall, CPU-seconds of this tree and of the rest of the machine
         self._kind: dict[int, str] = {}
+        self._cpu_seen: dict[int, float] = {}  # last CPU seconds seen per process of this tree (exited ones keep theirs)
+        self._lock = threading.Lock()
+        self._mark = self._cpu_mark()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
 
-    def start(self) -> "MemorySampler":
+    def start(self) -> "ProcessSampler":
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self.sample()
+        self.set_phase("end")
 
+    def set_phase(self, name: str) -> None:
+        """Close the current phase's CPU account (after a last sample) and start ``name``."""
+        self.sample()
+        with self._lock:
+            mark = self._cpu_mark()
+            wall, busy, own = (mark[i] - self._mark[i] for i in range(3))
+            if self.phase != "start":
+                self.cpu[self.phase] = {"wall_s": wall, "own_cpu_s": own, "machine_busy_cpu_s": busy,
+                                        "other_cpu_s": max(0.0, busy - own),
+                                        "other_cores": max(0.0, busy - own) / wall if wall else 0.0}
+            self._mark = mark
+            self.phase = name
+
+    def _cpu_mark(self) -> tuple[float, float, float]:
+        """(wall, busy CPU-seconds of the whole machine, CPU-seconds of this process tree so far)."""
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+        return time.perf_counter(), busy, sum(self._cpu_seen.values())
     def _classify(self, proc: Any) -> str:
         kind = self._kind.get(proc.pid)
         if kind:
@@ -98,8 +124,12 @@ class MemorySampler:
             children = self.root.children(recursive=True)
         except self._psutil.Error:
             return
-        for proc in children:
+        for proc in [self.root, *children]:
             try:
+                cpu = proc.cpu_times()
+                self._cpu_seen[proc.pid] = cpu.user + cpu.system
+                if proc is self.root:
+                    continue
                 rss = proc.memory_info().rss
                 kind = self._classify(proc)
             except self._psutil.Error:
@@ -109,7 +139,7 @@ class MemorySampler:
                 biggest = max(biggest, rss)
             else:
                 system += rss
-        peak = self.peaks.setdefault(self.phase, {})
+        peak = self.peaks.setdefault(self.phase, {})  # a sample racing a phase change may land in either
         for key, value in (("total", driver + workers + system), ("driver", driver), ("workers", workers),
                            ("ray_system", system), ("largest_worker", biggest)):
             peak[key] = max(peak.get(key, 0.0), value / MB)
@@ -274,7 +304,7 @@ def print_tables(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console(width=120)
+    con = Console(width=130)
     p, b, m, r = result["pipeline"], result["bare"], result["memory"], result["recall"]
     e2e = p["seconds"]
 
@@ -293,13 +323,17 @@ def print_tables(result: dict[str, Any]) -> None:
     t.add_row("[bold]bare: sum", "", f"{result['bare_sum_s']:.1f}",
               f"{p['chunks'] / result['bare_sum_s']:.1f} chunks/s, {p['tokens'] / result['bare_sum_s']:,.0f} tok/s",
               f"{result['bare_sum_s'] / e2e:.2f}")
-    t.add_section()
-    eff = result["efficiency"]
-    t.add_row("[bold]efficiency = bare sum / end to end", "", "", "", f"[bold]{eff['overall']:.2f}")
-    t.add_row("  chunk+spaCy+embed chunks / pipeline chunk_extract_embed", "", "", "", f"{eff['chunk_extract_embed']:.2f}")
-    t.add_row("  embed entities+relations / pipeline embed_graph", "", "", "", f"{eff['embed_graph']:.2f}")
-    t.add_row("  bare sum / (end to end - driver-side read, merge, index, write)", "", "", "", f"{eff['ray_part']:.2f}")
     con.print(t)
+
+    eff = result["efficiency"]
+    et = Table(title="efficiency: bare seconds / pipeline seconds (1.00 = Ray costs nothing)")
+    for col in ("ratio", "value"):
+        et.add_column(col, justify="left" if col == "ratio" else "right")
+    et.add_row("[bold]bare sum / end to end", f"[bold]{eff['overall']:.2f}")
+    et.add_row("bare chunking+spaCy+embed chunks / pipeline chunk_extract_embed", f"{eff['chunk_extract_embed']:.2f}")
+    et.add_row("bare embed entities+relations / pipeline embed_graph", f"{eff['embed_graph']:.2f}")
+    et.add_row("bare sum / (end to end - the driver's read, merge, index, write)", f"{eff['ray_part']:.2f}")
+    con.print(et)
 
     loads = ", ".join(f"{k} {v:.1f} s" for k, v in b["loads_s"].items())
     con.print(f"Ray start-up (not in end to end): {result['ray_init_s']:.1f} s on {p['cluster_cpus']:g} CPUs; "
@@ -315,6 +349,14 @@ def print_tables(result: dict[str, Any]) -> None:
     con.print(mt)
     con.print(f"driver peak RSS over the whole run (getrusage): {m['driver_peak_mb']:,.0f} MiB; sampled every "
               f"{m['interval_s']} s; peaks of each column are taken apart, so they need not add up")
+
+    ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
+    for col in ("phase", "seconds", "this run", "other processes"):
+        ct.add_column(col, justify="left" if col == "phase" else "right")
+    for phase, c in result["cpu"].items():
+        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
+                   f"{c['other_cores']:.2f}")
+    con.print(ct)
 
     rt = Table(title=f"MuSiQue supporting-passage recall, {r['questions']} questions, {r['gold_passages']} gold passages "
                      f"({r['gold_in_graph']} in the graph)")
@@ -339,6 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit", type=int, default=None, help="only the first N passages")
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray; 'auto' joins a running one")
     parser.add_argument("--ray-stats", action="store_true", help="also print Ray Data's stats of each dataset the build runs")
     args = parser.parse_args(argv)
 
@@ -350,22 +393,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     graph_dir = out / "graph"
     corpus = limited_corpus(args.corpus, args.limit, out)
 
-    sampler = MemorySampler().start()
+    sampler = ProcessSampler().start()
+    sampler.set_phase("ray_init")
     import ray
 
     t = time.perf_counter()
-    ray.init(include_dashboard=False, log_to_driver=True, configure_logging=False)
+    # A Ray of its own (address="local"), not a cluster some other job left running.
+    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=True, configure_logging=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     ray_init_s = time.perf_counter() - t
 
-    sampler.phase = "pipeline"
+    sampler.set_phase("pipeline")
     pipeline = run_pipeline(settings, corpus, graph_dir, args.ray_stats)
-    sampler.sample()
+    sampler.set_phase("ray_shutdown")
     ray.shutdown()  # the bare stages run alone
 
-    sampler.phase = "bare"
+    sampler.set_phase("bare")
     bare = run_bare(settings, corpus, graph_dir)
-    sampler.phase = "recall"
+    sampler.set_phase("recall")
     embedder = bare.pop("embedder")
     recall = run_recall(settings, embedder, graph_dir, args.questions, args.corpus, (2, 5))  # ids from the whole file
     sampler.stop()
@@ -396,6 +441,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "memory": {"driver_peak_mb": driver_peak_mb(), "sampled": sampler.peaks, "interval_s": sampler.interval_s,
                    "what": "RSS; 'total' is the driver plus every process under it (Ray's GCS, raylet, workers); "
                            "shared pages count once per process"},
+        "cpu": sampler.cpu,
         "recall": recall,
     }
     if bare["chunks"] != pipeline["chunks"]:
