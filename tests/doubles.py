@@ -51,3 +51,62 @@ class ScriptedLLM:
             prompt = sum(count_tokens(m["content"]) for m in request.messages)
             out.append(Completion(answer, prompt_tokens=prompt, completion_tokens=count_tokens(answer)))
         return out
+
+
+class HGMemScript:
+    """A scripted policy for HGMem's loop: answers each call by its schema, on a known path.
+
+    Step 0 inserts p1 over the first two evidence entities. Step 1 is judged
+    insufficient with a *local* concern about p1, updates p1, inserts p2 and
+    merges p1 and p2. Step 2 is insufficient with a *global* concern and inserts
+    one more point. The answer names the first memory point's description.
+    """
+
+    def __init__(self, fail_on: str | None = None):
+        self.judgements = 0
+        self.fail_on = fail_on  # a question text whose every call answers invalid JSON
+
+    @staticmethod
+    def _entities(prompt: str) -> list[str]:
+        block = prompt.split("Entities:\n", 1)[1].split("\nRelations:", 1)[0]
+        return [line[2:].split(" (", 1)[0] for line in block.splitlines() if line.startswith("- ")]
+
+    @staticmethod
+    def _step(prompt: str) -> int:
+        return prompt.count("[p")  # memory lines rendered as "[pN] ..."
+
+    def __call__(self, request: ChatRequest) -> str:
+        import json
+
+        prompt = request.messages[-1]["content"]
+        if self.fail_on and self.fail_on in prompt.split("\n", 1)[0]:
+            return "not json at all"
+        title = (request.json_schema or {}).get("title")
+        if title == "SufficiencyJudgement":
+            self.judgements += 1
+            if "[p2]" not in prompt and "[p3]" not in prompt:
+                return json.dumps({"sufficient": False, "concerns": [
+                    {"kind": "local", "point_ids": ["p1"], "subquery": "more about the first fact"}]})
+            return json.dumps({"sufficient": False, "concerns": [
+                {"kind": "global", "point_ids": [], "subquery": "what else is relevant"}]})
+        if title in ("Evolution", "InsertOnly"):
+            names = self._entities(prompt)
+            memory = prompt.split("Current memory:\n", 1)[1].split("\n\n", 1)[0]
+            if memory == "(empty)":
+                out = {"updates": [], "inserts": [{"description": f"{names[0]} relates to {names[1]}.",
+                                                   "entities": names[:2]}]}
+            elif "[p3]" not in memory and "[p2]" not in memory:
+                out = {"updates": [{"point_id": "p1", "description": "Refined first fact.", "entities": names[:1]}],
+                       "inserts": [{"description": f"{names[1]} and {names[2]} are linked.", "entities": names[1:3]}]}
+            else:
+                out = {"updates": [], "inserts": [{"description": "A fact found by exploring.", "entities": names[:2]}]}
+            if title == "InsertOnly":
+                out.pop("updates")
+            return json.dumps(out)
+        if title == "Merging":
+            if "[p1]" in prompt and "[p2]" in prompt:
+                return json.dumps({"merges": [{"point_ids": ["p1", "p2"], "description": "Both facts together."}]})
+            return json.dumps({"merges": []})
+        if title == "Answer":
+            return json.dumps({"answer": "scripted answer"})
+        raise AssertionError(f"unexpected schema {title!r}")

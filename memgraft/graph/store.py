@@ -8,6 +8,7 @@ strongest relations.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -19,6 +20,7 @@ from memgraft.graph import vector_index
 from memgraft.graph.folder import VECTOR_KINDS, GraphFolder, GraphFolderError
 from memgraft.models.embedder import Embedder
 
+QUERY_CACHE_SIZE = 4096
 _KEYS = {"chunks": "chunk_id", "entities": "entity_id", "relations": "relation_id"}
 
 
@@ -33,6 +35,8 @@ class GraphStore:
                  manifest: dict[str, Any], embedder: Embedder | None = None):
         self.manifest = manifest
         self.embedder = embedder
+        self._query_cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()  # workers answer many questions at once, in threads
         self._indexes = indexes
         self._vectors = vectors
         self._rows: dict[str, list[dict[str, Any]]] = {k: tables[k].to_pylist() for k in VECTOR_KINDS}
@@ -79,11 +83,19 @@ class GraphStore:
 
     # -- vector search -------------------------------------------------------
     def embed_query(self, query: str | np.ndarray) -> np.ndarray:
+        """A query's vector; retrieval asks for the same subquery many times, so recent ones are cached."""
         if isinstance(query, np.ndarray):
             return query.astype(np.float32)
         if self.embedder is None:
             raise ValueError("this GraphStore has no embedder: pass query vectors, or load it with one")
-        return self.embedder.encode([query])[0]
+        vec = self._query_cache.get(query)
+        if vec is None:
+            vec = self.embedder.encode([query])[0]
+            with self._lock:
+                self._query_cache[query] = vec
+                while len(self._query_cache) > QUERY_CACHE_SIZE:
+                    self._query_cache.pop(next(iter(self._query_cache)))
+        return vec
 
     def _search(self, kind: str, query: str | np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[Hit]:
         excluded = set(exclude)

@@ -1,0 +1,218 @@
+"""HGMem's multi-step reasoning (the paper's Algorithm 1).
+
+Step 0 retrieves for the question and builds the first memory. Each later
+step judges whether memory suffices; if not, its concerns become subqueries
+(local investigation of named memory points, or global exploration beyond
+memory), evidence is retrieved, memory evolves by update and insertion, and
+from the second step on cohesive points are merged. The loop stops when memory
+suffices or after ``max_steps`` steps (step 0 included), then answers from the
+memory points and their entities' chunks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memgraft.config import Settings
+from memgraft.graph.store import GraphStore
+from memgraft.hgmem import prompts
+from memgraft.hgmem.memory import HypergraphMemory, InvalidMemoryOperation
+from memgraft.hgmem.retrieval import Retriever, StepEvidence, Subquery
+from memgraft.ids import entity_id
+from memgraft.models.llm.session import LLMSession, Usage
+
+CHARS_PER_TOKEN = 4  # prompt budgets are in tokens; text is cut by this estimate, not re-tokenised
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Which parts of HGMem run: the full method and the paper's ablations."""
+
+    update: bool = True
+    merge: bool = True
+    concerns: Literal["both", "local", "global"] = "both"
+
+
+VARIANTS = {
+    "hgmem": Variant(),
+    "hgmem-no-merge": Variant(merge=False),
+    "hgmem-no-update": Variant(update=False),
+    "hgmem-local-only": Variant(concerns="local"),
+    "hgmem-global-only": Variant(concerns="global"),
+}
+
+
+@dataclass
+class Outcome:
+    answer: str
+    steps: int
+    usage: Usage
+    trace: dict[str, Any]
+    memory: HypergraphMemory | None = None
+    seconds: float = 0.0
+
+
+def cut(text: str, tokens: int) -> str:
+    limit = tokens * CHARS_PER_TOKEN
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+class HGMemReasoner:
+    def __init__(self, store: GraphStore, session: LLMSession, settings: Settings, variant: Variant = Variant()):
+        self.store = store
+        self.session = session
+        self.settings = settings
+        self.hs = settings.hgmem
+        self.variant = variant
+        self.retriever = Retriever(store, settings.hgmem)
+
+    # -- the loop --------------------------------------------------------------
+    def run(self, question: str) -> Outcome:
+        t0 = time.perf_counter()
+        memory = HypergraphMemory()
+        steps: list[dict[str, Any]] = []
+        subqueries = [Subquery(question, "initial")]
+        stopped = "step limit"
+        for index in range(self.hs.max_steps):
+            step_t0, before_usage = time.perf_counter(), self.session.usage.copy()
+            record: dict[str, Any] = {"step": index, "memory_before": memory.snapshot()}
+            if index > 0:
+                judgement = self.session.ask(prompts.SufficiencyJudgement, prompts.messages(
+                    prompts.SUFFICIENCY, question=question, memory=self._memory_text(memory),
+                    max_concerns=3), f"sufficiency at step {index}")
+                record["judgement"] = judgement.model_dump()
+                if judgement.sufficient:
+                    record.update(self._close(record, memory, step_t0, before_usage))
+                    steps.append(record)
+                    stopped = "sufficient"
+                    break
+                subqueries = self._subqueries(judgement, memory, question)
+            evidence = self.retriever.retrieve(subqueries, memory)
+            record["subqueries"] = [
+                {"text": r.subquery.text, "kind": r.subquery.kind, "point_ids": r.subquery.point_ids,
+                 "entity_ids": r.entity_ids, "relation_ids": r.relation_ids, "chunk_ids": r.chunk_ids}
+                for r in evidence.per_subquery
+            ]
+            record["operations"] = self._evolve(question, memory, evidence, index)
+            if self.variant.merge and index >= 1 and len(memory) >= 2:
+                record["operations"].update(self._merge(question, memory, index))
+            memory.check_invariants()
+            record.update(self._close(record, memory, step_t0, before_usage))
+            steps.append(record)
+        answer, answer_record = self._answer(question, memory, steps)
+        usage = self.session.usage
+        return Outcome(answer, len(steps), usage.copy(),
+                       {"question": question, "stopped": stopped, "steps": steps, "answer": answer_record,
+                        "final_memory": memory.snapshot()},
+                       memory, time.perf_counter() - t0)
+
+    # -- pieces ----------------------------------------------------------------
+    def _close(self, record: dict[str, Any], memory: HypergraphMemory, t0: float, before: Usage) -> dict[str, Any]:
+        used = self.session.usage.minus(before)
+        return {"memory_after": memory.snapshot(), "llm_calls": used.calls, "prompt_tokens": used.prompt_tokens,
+                "completion_tokens": used.completion_tokens, "seconds": round(time.perf_counter() - t0, 3)}
+
+    def _memory_text(self, memory: HypergraphMemory) -> str:
+        return memory.render(max_chars=self.hs.answer_context_tokens * CHARS_PER_TOKEN // 2) or "(empty)"
+
+    def _subqueries(self, judgement: prompts.SufficiencyJudgement, memory: HypergraphMemory, question: str) -> list[Subquery]:
+        active = [p.point_id for p in memory.active_points()]
+        out = []
+        for c in judgement.concerns:
+            kind = c.kind if self.variant.concerns == "both" else self.variant.concerns
+            ids = [p for p in c.point_ids if p in active] or (active if kind == "local" else [])
+            out.append(Subquery(c.subquery, kind, ids if kind == "local" else []))
+        return out or [Subquery(question, "global")]  # "not sufficient" with no concern: explore again
+
+    def _evidence_text(self, evidence: StepEvidence) -> dict[str, str]:
+        s = self.store
+        budget = self.hs.answer_context_tokens
+        ents = "\n".join(f"- {s.entity(e)['name']} ({s.entity(e)['type']}): {cut(s.entity(e)['description'], 40)}"
+                         for e in evidence.entity_ids)
+        rels = []
+        for r in evidence.relation_ids:
+            rel = s.relation(r)
+            rels.append(f"- {s.entity(rel['source_id'])['name']} -- {s.entity(rel['target_id'])['name']}: "
+                        f"{cut(rel['description'], 40)}")
+        chunks = "\n".join(f"[{i + 1}] {' '.join(s.chunk(c)['text'].split())}" for i, c in enumerate(evidence.chunk_ids))
+        return {"entities": cut(ents, budget // 4) or "(none)", "relations": cut("\n".join(rels), budget // 4) or "(none)",
+                "chunks": cut(chunks, budget // 2) or "(none)"}
+
+    def _vertex(self, memory: HypergraphMemory, name: str, known: dict[str, str]) -> str:
+        """Map a name the LLM wrote to a vertex: a graph entity when the graph has it, else a marked new one."""
+        eid = known.get(name.casefold()) or entity_id(name)
+        if self.store.has_entity(eid):
+            ent = self.store.entity(eid)
+            memory.add_vertex(eid, ent["name"], True, ent["chunk_ids"], ent["description"])
+        else:
+            memory.add_vertex(eid, name.strip(), False)
+        return eid
+
+    def _evolve(self, question: str, memory: HypergraphMemory, evidence: StepEvidence, index: int) -> dict[str, Any]:
+        fields = dict(question=question, memory=self._memory_text(memory),
+                      subqueries="; ".join(repr(r.subquery.text) for r in evidence.per_subquery),
+                      **self._evidence_text(evidence))
+        if self.variant.update:
+            out = self.session.ask(prompts.Evolution, prompts.messages(prompts.EVOLVE, **fields), f"evolution at step {index}")
+            updates = out.updates
+        else:
+            out = self.session.ask(prompts.InsertOnly, prompts.messages(prompts.EVOLVE_INSERT_ONLY, **fields),
+                                   f"evolution at step {index}")
+            updates = []
+        known = {self.store.entity(e)["name"].casefold(): e for e in evidence.entity_ids}
+        step_chunks = set(evidence.chunk_ids)
+        done: dict[str, list[Any]] = {"updates": [], "inserts": [], "rejected": []}
+        for u in updates:
+            try:
+                vids = [self._vertex(memory, n, known) for n in u.entities]
+                p = memory.update(u.point_id, u.description, index, add_vertex_ids=vids,
+                                  add_chunk_ids=self._support(memory, vids, step_chunks))
+                done["updates"].append(p.point_id)
+            except (InvalidMemoryOperation, KeyError) as err:
+                done["rejected"].append({"op": "update", "point_id": u.point_id, "reason": str(err)})
+        for ins in out.inserts:
+            try:
+                vids = [self._vertex(memory, n, known) for n in ins.entities]
+                p = memory.insert(ins.description, vids, self._support(memory, vids, step_chunks), index)
+                done["inserts"].append(p.point_id)
+            except InvalidMemoryOperation as err:
+                done["rejected"].append({"op": "insert", "entities": ins.entities, "reason": str(err)})
+        return done
+
+    @staticmethod
+    def _support(memory: HypergraphMemory, vertex_ids: list[str], step_chunks: set[str]) -> list[str]:
+        """The step's chunks that any of the point's entities came from."""
+        return [c for v in vertex_ids for c in memory.vertex(v).chunk_ids if c in step_chunks]
+
+    def _merge(self, question: str, memory: HypergraphMemory, index: int) -> dict[str, Any]:
+        out = self.session.ask(prompts.Merging, prompts.messages(
+            prompts.MERGE, question=question, memory=self._memory_text(memory)), f"merging at step {index}")
+        merged, rejected = [], []
+        for m in out.merges:
+            try:
+                merged.append({"into": memory.merge(m.point_ids, m.description, index).point_id, "from": m.point_ids})
+            except (InvalidMemoryOperation, KeyError) as err:
+                rejected.append({"op": "merge", "point_ids": m.point_ids, "reason": str(err)})
+        return {"merges": merged, "rejected_merges": rejected}
+
+    def _answer(self, question: str, memory: HypergraphMemory, steps: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        chunk_ids = memory.chunk_ids()
+        source = "memory"
+        if not chunk_ids:  # memory stayed empty: fall back to what was retrieved
+            chunk_ids = [c for st in steps for sq in st.get("subqueries", []) for c in sq["chunk_ids"]]
+            source = "retrieved chunks (memory empty)"
+        ranked = [h.id for h in self.store.rank("chunks", question, chunk_ids, len(chunk_ids))]
+        budget = self.hs.answer_context_tokens * CHARS_PER_TOKEN // 2
+        picked, used = [], 0
+        for c in ranked:
+            text = " ".join(self.store.chunk(c)["text"].split())
+            if used + len(text) > budget and picked:
+                break
+            picked.append((c, text))
+            used += len(text)
+        chunks = "\n".join(f"[{i + 1}] {t}" for i, (_, t) in enumerate(picked)) or "(none)"
+        out = self.session.ask(prompts.Answer, prompts.messages(
+            prompts.ANSWER_FROM_MEMORY, question=question, memory=self._memory_text(memory), chunks=chunks), "answer")
+        return out.answer, {"source": source, "chunk_ids": [c for c, _ in picked]}

@@ -1,0 +1,100 @@
+"""Every method the harness runs, behind one call: HGMem, its ablations, and two baselines.
+
+``naive`` answers from the top dense chunks; ``graph`` answers from one round
+of the same graph retrieval HGMem's step 0 does, with no working memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from memgraft.config import Settings
+from memgraft.graph.store import GraphStore
+from memgraft.hgmem import prompts
+from memgraft.hgmem.export import to_html_steps
+from memgraft.hgmem.loop import CHARS_PER_TOKEN, VARIANTS, HGMemReasoner, Outcome, cut
+from memgraft.hgmem.memory import HypergraphMemory
+from memgraft.hgmem.retrieval import Retriever, Subquery
+from memgraft.models.llm.base import LLM
+from memgraft.models.llm.session import LLMSession
+
+METHODS = (*VARIANTS, "naive", "graph")
+
+
+def _chunk_block(store: GraphStore, chunk_ids: list[str], tokens: int) -> str:
+    text = "\n".join(f"[{i + 1}] {' '.join(store.chunk(c)['text'].split())}" for i, c in enumerate(chunk_ids))
+    return cut(text, tokens) or "(none)"
+
+
+def naive_rag(question: str, store: GraphStore, session: LLMSession, settings: Settings) -> Outcome:
+    t0 = time.perf_counter()
+    hits = store.search_chunks(question, settings.hgmem.top_chunks)
+    ids = [h.id for h in hits]
+    out = session.ask(prompts.Answer, prompts.messages(
+        prompts.ANSWER_FROM_PASSAGES, question=question, graph="",
+        chunks=_chunk_block(store, ids, settings.hgmem.answer_context_tokens)), "answer")
+    trace = {"question": question, "retrieved": {"chunk_ids": ids, "scores": [h.score for h in hits]}}
+    return Outcome(out.answer, 1, session.usage.copy(), trace, None, time.perf_counter() - t0)
+
+
+def graph_rag(question: str, store: GraphStore, session: LLMSession, settings: Settings) -> Outcome:
+    t0 = time.perf_counter()
+    ev = Retriever(store, settings.hgmem).retrieve([Subquery(question, "initial")], HypergraphMemory())
+    budget = settings.hgmem.answer_context_tokens
+    ents = "\n".join(f"- {store.entity(e)['name']}: {cut(store.entity(e)['description'], 40)}" for e in ev.entity_ids)
+    rels = "\n".join(
+        f"- {store.entity(r['source_id'])['name']} -- {store.entity(r['target_id'])['name']}: {cut(r['description'], 40)}"
+        for r in map(store.relation, ev.relation_ids))
+    graph = f"\nEntities:\n{cut(ents, budget // 4)}\nRelations:\n{cut(rels, budget // 4)}\n"
+    out = session.ask(prompts.Answer, prompts.messages(
+        prompts.ANSWER_FROM_PASSAGES, question=question, graph=graph,
+        chunks=_chunk_block(store, ev.chunk_ids, budget // 2)), "answer")
+    trace = {"question": question, "retrieved": {"entity_ids": ev.entity_ids, "relation_ids": ev.relation_ids,
+                                                 "chunk_ids": ev.chunk_ids}}
+    return Outcome(out.answer, 1, session.usage.copy(), trace, None, time.perf_counter() - t0)
+
+
+def run_method(method: str, question: str, store: GraphStore, llm: LLM, settings: Settings) -> Outcome:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; methods: {', '.join(METHODS)}")
+    session = LLMSession(llm, settings.generation)
+    if method == "naive":
+        return naive_rag(question, store, session, settings)
+    if method == "graph":
+        return graph_rag(question, store, session, settings)
+    return HGMemReasoner(store, session, settings, VARIANTS[method]).run(question)
+
+
+def _safe_name(qid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", qid)[:120] or "question"
+
+
+def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
+                  trace_dir: str | Path) -> dict[str, Any]:
+    """One output line for one question record; a failure becomes a line with its error, never an exception."""
+    qid = str(record["id"])
+    base = {k: v for k, v in record.items() if k not in ("question",)}
+    base.update({"id": qid, "question": record.get("question", ""), "method": method})
+    t0 = time.perf_counter()
+    try:
+        outcome = run_method(method, str(record["question"]), store, llm, settings)
+    except Exception as err:  # a question's failure must not stop the others
+        return {**base, "answer": None, "error": f"{type(err).__name__}: {err}", "steps": 0, "llm_calls": 0,
+                "prompt_tokens": 0, "completion_tokens": 0, "seconds": round(time.perf_counter() - t0, 3),
+                "trace": None, "traceback": traceback.format_exc(limit=4)}
+    trace_dir = Path(trace_dir)
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    path = trace_dir / f"{_safe_name(qid)}.{method}.json"
+    path.write_text(json.dumps(outcome.trace, default=str))
+    if outcome.memory is not None:
+        snaps = [s["memory_after"] for s in outcome.trace["steps"]]
+        to_html_steps(snaps, path.with_suffix(".html"), title=f"{qid}: {record['question']}",
+                      labels=[f"after step {s['step']}" for s in outcome.trace["steps"]])
+    return {**base, "answer": outcome.answer, "error": None, "steps": outcome.steps, "llm_calls": outcome.usage.calls,
+            "prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens,
+            "seconds": round(time.perf_counter() - t0, 3), "trace": str(path)}

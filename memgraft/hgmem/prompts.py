@@ -1,0 +1,153 @@
+"""HGMem's prompts and the JSON schemas their answers are decoded under.
+
+Four calls per step at most: judge sufficiency (and raise concerns as
+subqueries), evolve memory (update and insert), merge (from the second step on),
+and answer. The output models bound list lengths and text sizes, so a small
+model decoding under the grammar cannot ramble past its token budget.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SYSTEM = (
+    "You are the working memory of a question-answering system that reads a large document collection "
+    "step by step. You keep a memory of facts, each linking two or more entities. "
+    "Reply only with JSON that matches the requested schema."
+)
+
+
+class Concern(BaseModel):
+    kind: Literal["local", "global"] = Field(
+        description="local: dig deeper around existing memory points; global: look for something memory lacks")
+    point_ids: list[str] = Field(default_factory=list, max_length=3, description="memory points a local concern is about")
+    subquery: str = Field(min_length=3, max_length=200)
+
+
+class SufficiencyJudgement(BaseModel):
+    sufficient: bool
+    concerns: list[Concern] = Field(default_factory=list, max_length=3)
+
+
+class PointUpdate(BaseModel):
+    point_id: str = Field(max_length=12)
+    description: str = Field(min_length=3, max_length=400)
+    entities: list[str] = Field(default_factory=list, max_length=6, description="entities to add to the point")
+
+
+class PointInsert(BaseModel):
+    description: str = Field(min_length=3, max_length=400)
+    entities: list[str] = Field(min_length=2, max_length=6)
+
+
+class Evolution(BaseModel):
+    updates: list[PointUpdate] = Field(default_factory=list, max_length=4)
+    inserts: list[PointInsert] = Field(default_factory=list, max_length=4)
+
+
+class InsertOnly(BaseModel):
+    """The no-update ablation's evolution: memory only grows by insertion."""
+
+    inserts: list[PointInsert] = Field(default_factory=list, max_length=4)
+
+
+class PointMerge(BaseModel):
+    point_ids: list[str] = Field(min_length=2, max_length=4)
+    description: str = Field(min_length=3, max_length=500)
+
+
+class Merging(BaseModel):
+    merges: list[PointMerge] = Field(default_factory=list, max_length=2)
+
+
+class Answer(BaseModel):
+    answer: str = Field(min_length=1, max_length=400)
+
+
+SUFFICIENCY = """Question: {question}
+
+Current memory:
+{memory}
+
+Is this memory enough to answer the question fully and with evidence?
+If not, raise at most {max_concerns} concerns. Each concern is a short search query (subquery):
+- "local" when it asks for more detail about specific memory points (give their ids in point_ids);
+- "global" when it asks for information that no memory point covers yet.
+Answer as JSON: {{"sufficient": true|false, "concerns": [{{"kind": "local"|"global", "point_ids": [...], "subquery": "..."}}]}}"""
+
+EVOLVE = """Question: {question}
+
+Current memory:
+{memory}
+
+New evidence retrieved for the subqueries {subqueries}:
+Entities:
+{entities}
+Relations:
+{relations}
+Passages:
+{chunks}
+
+Evolve the memory so that it holds what matters for the question:
+- update a memory point (by its id) when the evidence refines or corrects it;
+- insert a new memory point for a new fact; it must name two or more entities, using their names as written above.
+Keep each description to one or two factual sentences grounded in the evidence.
+Answer as JSON: {{"updates": [{{"point_id": "p1", "description": "...", "entities": [...]}}], "inserts": [{{"description": "...", "entities": ["A", "B"]}}]}}"""
+
+EVOLVE_INSERT_ONLY = """Question: {question}
+
+Current memory:
+{memory}
+
+New evidence retrieved for the subqueries {subqueries}:
+Entities:
+{entities}
+Relations:
+{relations}
+Passages:
+{chunks}
+
+Add new memory points for the facts that matter for the question. Each must name two or more entities,
+using their names as written above, and say one or two factual sentences grounded in the evidence.
+Answer as JSON: {{"inserts": [{{"description": "...", "entities": ["A", "B"]}}]}}"""
+
+MERGE = """Question: {question}
+
+Current memory:
+{memory}
+
+Some memory points may describe parts of one larger fact or line of reasoning. Merge such cohesive points
+into one higher-order point whose description combines them (a merged point joins all their entities).
+Merge only points that belong together; an empty list is a fine answer.
+Answer as JSON: {{"merges": [{{"point_ids": ["p1", "p2"], "description": "..."}}]}}"""
+
+ANSWER_FROM_MEMORY = """Question: {question}
+
+Memory:
+{memory}
+
+Supporting passages:
+{chunks}
+
+Answer the question from this memory and these passages only. Be brief: a name, date, number or short phrase
+when the question asks for one.
+Answer as JSON: {{"answer": "..."}}"""
+
+ANSWER_FROM_PASSAGES = """Question: {question}
+
+Passages:
+{chunks}
+{graph}
+Answer the question from these passages only. Be brief: a name, date, number or short phrase when the
+question asks for one.
+Answer as JSON: {{"answer": "..."}}"""
+
+
+def messages(template: str, **fields: object) -> list[dict[str, str]]:
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": template.format(**fields)}]
+
+
+# Every schema the loop decodes under, for tests that check the decoder accepts them all.
+ALL_OUTPUT_MODELS: tuple[type[BaseModel], ...] = (SufficiencyJudgement, Evolution, InsertOnly, Merging, Answer)

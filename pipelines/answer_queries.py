@@ -1,0 +1,185 @@
+"""The HGMem driver: answer many questions over a built graph, on Ray.
+
+    python pipelines/answer_queries.py --graph DIR --questions FILE.jsonl --output OUT --method hgmem
+    ray job submit --working-dir . -- python pipelines/answer_queries.py ...
+
+Questions fan out to worker actors (each holds the graph store and runs many
+questions at once, in threads) with at most ``hgmem.max_in_flight`` in flight.
+Every LLM request goes to one shared engine actor that batches across
+questions (or, with ``models.llm_backend=openai``, to an OpenAI-compatible
+server such as vLLM or Ray Serve LLM). ``OUT/answers.jsonl`` gets one line per
+question as it finishes, and ``OUT/traces/`` a trace per question. Killed and
+restarted, the driver skips questions already in ``answers.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ray
+import typer
+
+from memgraft.config import Settings, load_settings
+from memgraft.hgmem.methods import METHODS
+from memgraft.models.llm.base import LLM
+
+log = logging.getLogger("memgraft.answer_queries")
+
+
+@ray.remote
+class QuestionWorker:
+    """Holds the graph store once and answers questions concurrently (a threaded actor)."""
+
+    def __init__(self, graph: str, settings: Settings, llm: LLM | None):
+        from memgraft.graph.store import GraphStore
+        from memgraft.models.embedder import load_embedder
+
+        self.settings = settings
+        self.store = GraphStore.load(graph, load_embedder(settings))
+        if llm is None:  # an OpenAI-compatible server: each worker is a client of it
+            from memgraft.models.llm import load_llm
+
+            llm = load_llm(settings)
+        self.llm = llm
+
+    def answer(self, record: dict[str, Any], method: str, trace_dir: str) -> dict[str, Any]:
+        from memgraft.hgmem.methods import answer_record
+
+        return answer_record(record, method, self.store, self.llm, self.settings, trace_dir)
+
+
+def read_questions(path: str) -> Iterator[dict[str, Any]]:
+    """JSONL questions; a MuSiQue/HotpotQA-style JSON list is accepted too."""
+    text = Path(path).read_text()
+    if path.endswith(".json"):
+        for q in json.loads(text):
+            yield {"id": q.get("id") or q.get("_id"), **{k: v for k, v in q.items() if k != "paragraphs"}}
+        return
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                q = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{n}: not JSON ({err.msg})") from err
+            if "id" not in q or "question" not in q:
+                raise ValueError(f"{path}:{n}: a question needs 'id' and 'question'")
+            yield q
+
+
+def done_ids(answers: Path, retry_failed: bool) -> set[str]:
+    """Ids already answered. A torn last line (the driver was killed mid-write) is cut off;
+    with ``retry_failed`` the error lines are removed so those questions run again."""
+    if not answers.exists():
+        return set()
+    raw = answers.read_bytes()
+    if raw and not raw.endswith(b"\n"):
+        raw = raw[: raw.rfind(b"\n") + 1]
+        log.warning("%s ended in a torn line (killed mid-write); it was cut off", answers)
+    keep, ids = [], set()
+    for line in raw.decode("utf-8").splitlines():
+        row = json.loads(line)
+        if retry_failed and row.get("error"):
+            continue
+        keep.append(line)
+        ids.add(str(row["id"]))
+    tmp = answers.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in keep))
+    os.replace(tmp, answers)
+    return ids
+
+
+def start_llm(settings: Settings) -> LLM | None:
+    """The shared engine for in-process backends; None when workers call an HTTP server."""
+    if settings.models.llm_backend == "openai":
+        return None
+    from pipelines.engine import EngineClient, LLMEngine
+
+    gpus = settings.models.llm_tensor_parallel if settings.models.llm_backend == "vllm" else 0
+    engine = LLMEngine.options(num_cpus=settings.pipeline.actor_cpus, num_gpus=gpus,
+                               max_concurrency=max(64, settings.hgmem.max_in_flight * 4)).remote(settings)
+    return EngineClient(engine, ray.get(engine.name.remote()), settings.models.llm_timeout_s)
+
+
+def run_answers(settings: Settings, graph: str, questions: str, output: str, method: str,
+                *, limit: int | None = None, retry_failed: bool = False, workers: int = 1,
+                llm: LLM | None = None) -> dict[str, Any]:
+    """Answer every question not yet answered; returns a summary."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; methods: {', '.join(METHODS)}")
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    answers = out / "answers.jsonl"
+    skip = done_ids(answers, retry_failed)
+    todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
+    log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
+    if not ray.is_initialized():
+        ray.init(configure_logging=False)
+    t0 = time.perf_counter()
+    if llm is None:
+        llm = start_llm(settings)
+    in_flight_cap = max(1, settings.hgmem.max_in_flight)
+    per_worker = math.ceil(in_flight_cap / workers)
+    pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker)
+            .remote(graph, settings, llm) for _ in range(workers)]
+    pending: dict[Any, dict[str, Any]] = {}
+    counts = {"answered": 0, "failed": 0, "tokens": 0}
+    queue = list(todo)
+    with answers.open("a", encoding="utf-8") as sink:
+        while queue or pending:
+            while queue and len(pending) < in_flight_cap:
+                q = queue.pop(0)
+                worker = pool[len(pending) % len(pool)]
+                pending[worker.answer.remote(q, method, str(out / "traces"))] = q
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                q = pending.pop(ref)
+                try:
+                    row = ray.get(ref)
+                except ray.exceptions.RayError as err:  # the worker died: record it, go on
+                    row = {"id": str(q["id"]), "question": q.get("question"), "method": method, "answer": None,
+                           "error": f"worker failed: {type(err).__name__}: {err}"}
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                sink.flush()
+                counts["failed" if row.get("error") else "answered"] += 1
+                counts["tokens"] += int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
+                if row.get("error"):
+                    log.warning("question %s failed: %s", row["id"], row["error"])
+    seconds = time.perf_counter() - t0
+    return {**counts, "skipped": len(skip), "seconds": round(seconds, 2),
+            "questions_per_s": round(len(todo) / seconds, 3) if seconds else 0.0, "output": str(answers)}
+
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def main(
+    graph: str = typer.Option(..., help="a graph folder built by build_graphs.py"),
+    questions: str = typer.Option(..., help='JSONL: {"id", "question", ...} (or a MuSiQue-style JSON list)'),
+    output: str = typer.Option(..., help="output folder: answers.jsonl and traces/"),
+    method: str = typer.Option("hgmem", help=f"one of {', '.join(METHODS)}"),
+    limit: Optional[int] = typer.Option(None, help="answer at most this many (of those not yet answered)"),
+    workers: int = typer.Option(1, help="question-worker actors"),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed questions again"),
+    profile: str = typer.Option("local"),
+    set_: list[str] = typer.Option([], "--set", help="section.field=value (repeatable)"),
+) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings(profile, set_)
+    summary = run_answers(settings, graph, questions, output, method, limit=limit, retry_failed=retry_failed,
+                          workers=workers)
+    typer.echo(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    app()

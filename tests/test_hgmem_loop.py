@@ -1,0 +1,148 @@
+"""HGMem's loop, methods and driver with a scripted LLM double, plus one run on the real SmolLM2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from memgraft.config import load_settings
+from memgraft.graph.store import GraphStore
+from memgraft.hgmem import prompts
+from memgraft.hgmem.loop import VARIANTS, HGMemReasoner
+from memgraft.hgmem.memory import HypergraphMemory
+from memgraft.hgmem.methods import METHODS, answer_record, run_method
+from memgraft.models.llm.session import LLMSession, StructuredOutputError
+from memgraft.ids import entity_id, relation_id
+from tests.doubles import HGMemScript, ScriptedLLM
+
+# A small world: two clusters of entities joined by one bridge, each entity with its own chunk.
+FACTS = [
+    ("Ada Lovelace", "Charles Babbage", "Ada Lovelace worked with Charles Babbage on the engine."),
+    ("Charles Babbage", "Analytical Engine", "Charles Babbage designed the Analytical Engine."),
+    ("Analytical Engine", "London", "The Analytical Engine was planned in London."),
+    ("Ada Lovelace", "Lord Byron", "Ada Lovelace was the daughter of Lord Byron."),
+    ("Lord Byron", "Greece", "Lord Byron died in Greece."),
+    ("Greece", "Athens", "Athens is the capital of Greece."),
+    ("Alan Turing", "Bletchley Park", "Alan Turing worked at Bletchley Park."),
+    ("Bletchley Park", "Enigma", "Enigma was broken at Bletchley Park."),
+    ("Alan Turing", "Manchester", "Alan Turing later worked in Manchester."),
+    ("Manchester", "Baby computer", "The Baby computer ran in Manchester."),
+]
+
+
+@pytest.fixture(scope="module")
+def world(embedder):
+    names = sorted({n for a, b, _ in FACTS for n in (a, b)})
+    chunks = [{"chunk_id": f"c{i}", "doc_id": f"d{i}", "text": t, "token_start": 0, "token_end": 10, "n_tokens": 10,
+               "char_start": 0, "char_end": len(t)} for i, (_, _, t) in enumerate(FACTS)]
+    ents = [{"entity_id": entity_id(n), "name": n, "type": "concept", "description": f"About {n}.",
+             "chunk_ids": [f"c{i}" for i, (a, b, _) in enumerate(FACTS) if n in (a, b)]} for n in names]
+    rels = [{"relation_id": relation_id(*sorted((entity_id(a), entity_id(b)))),
+             "source_id": min(entity_id(a), entity_id(b)), "target_id": max(entity_id(a), entity_id(b)),
+             "description": t, "weight": 1.0, "chunk_ids": [f"c{i}"]} for i, (a, b, t) in enumerate(FACTS)]
+    tables = {"chunks": pa.Table.from_pylist(chunks), "entities": pa.Table.from_pylist(ents),
+              "relations": pa.Table.from_pylist(rels)}
+    vectors = {"chunks": embedder.encode([c["text"] for c in chunks]),
+               "entities": embedder.encode([e["name"] for e in ents]),
+               "relations": embedder.encode([r["description"] for r in rels])}
+    import faiss
+
+    indexes = {}
+    for k, v in vectors.items():
+        indexes[k] = faiss.IndexFlatIP(v.shape[1])
+        indexes[k].add(v)
+    return GraphStore(tables, vectors, indexes, {"models": {"embedder": embedder.name}}, embedder)
+
+
+@pytest.fixture()
+def settings3():
+    return load_settings("local", ["hgmem.max_steps=3", "hgmem.top_entities=4", "hgmem.relations_per_entity=2",
+                                   "hgmem.top_chunks=3", "hgmem.max_chunks_per_step=5"])
+
+
+def test_the_loop_takes_the_known_path(world, settings3):
+    llm = ScriptedLLM(HGMemScript())
+    session = LLMSession(llm, settings3.generation)
+    out = HGMemReasoner(world, session, settings3).run("Who did Ada Lovelace work with?")
+    steps = out.trace["steps"]
+    assert out.answer == "scripted answer" and out.steps == 3 and out.trace["stopped"] == "step limit"
+    # step 0: the question itself, one insertion
+    assert steps[0]["subqueries"][0]["kind"] == "initial" and steps[0]["operations"]["inserts"] == ["p1"]
+    # step 1: a local concern about p1; its entities lie within 2 hops of p1's vertices
+    sq1 = steps[1]["subqueries"][0]
+    assert sq1["kind"] == "local" and sq1["point_ids"] == ["p1"]
+    p1_vertices = steps[0]["memory_after"]["points"]["p1"]["vertex_ids"] if isinstance(
+        steps[0]["memory_after"]["points"], dict) else next(
+        p["vertex_ids"] for p in steps[0]["memory_after"]["points"] if p["point_id"] == "p1")
+    near = world.neighbours(p1_vertices, hops=2)
+    assert sq1["entity_ids"] and set(sq1["entity_ids"]) <= set(near)
+    ops1 = steps[1]["operations"]
+    assert ops1["updates"] == ["p1"] and ops1["inserts"] == ["p2"] and ops1["merges"] == [{"into": "p3", "from": ["p1", "p2"]}]
+    # step 2: a global concern, which excludes entities already in memory
+    sq2 = steps[2]["subqueries"][0]
+    memory_before = HypergraphMemory.from_dict(steps[2]["memory_before"])
+    assert sq2["kind"] == "global" and not set(sq2["entity_ids"]) & set(memory_before.entity_ids())
+    final = out.memory
+    final.check_invariants()
+    p3 = final.point("p3")
+    assert p3.merged_from == ["p1", "p2"] and set(p3.vertex_ids) >= set(final.point("p1").vertex_ids)
+    assert not final.point("p1").active and final.point("p4").active
+    # every step counted its calls: 1 evolve; then judge + evolve + merge twice; then the answer
+    assert [s["llm_calls"] for s in steps] == [1, 3, 3] and out.usage.calls == 8
+    assert sum(s["prompt_tokens"] for s in steps) < out.usage.prompt_tokens  # the answer's tokens on top
+
+
+def test_ablations_change_the_path(world, settings3):
+    for method, check in [
+        ("hgmem-no-merge", lambda ops: "merges" not in ops[1]),
+        ("hgmem-no-update", lambda ops: ops[1]["updates"] == []),
+        ("hgmem-global-only", lambda ops: True),
+        ("hgmem-local-only", lambda ops: True),
+    ]:
+        out = run_method(method, "Who did Ada Lovelace work with?", world, ScriptedLLM(HGMemScript()), settings3)
+        ops = [s["operations"] for s in out.trace["steps"]]
+        kinds = [sq["kind"] for s in out.trace["steps"] for sq in s["subqueries"]]
+        assert check(ops), method
+        if method == "hgmem-global-only":
+            assert kinds == ["initial", "global", "global"]
+        if method == "hgmem-local-only":
+            assert kinds == ["initial", "local", "local"]
+
+
+def test_every_method_runs(world, settings3, tmp_path):
+    for method in METHODS:
+        row = answer_record({"id": f"q-{method}", "question": "Who did Ada Lovelace work with?", "answer": "Babbage"},
+                            method, world, ScriptedLLM(HGMemScript()), settings3, tmp_path)
+        assert row["error"] is None and row["answer"] == "scripted answer" and row["answer"] and row["llm_calls"] >= 1
+        assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0 and row["method"] == method
+        assert json.loads(open(row["trace"]).read())["question"] == "Who did Ada Lovelace work with?"
+        assert row["answer"] == "scripted answer" and row["steps"] >= 1
+    naive = json.loads(open(tmp_path / "q-naive.naive.json").read())
+    assert naive["retrieved"]["chunk_ids"][0] == "c0"
+    assert (tmp_path / "q-hgmem.hgmem.html").exists()
+
+
+def test_a_question_that_fails_gets_an_error_line(world, settings3, tmp_path):
+    llm = ScriptedLLM(HGMemScript(fail_on="Bletchley"))
+    row = answer_record({"id": "bad", "question": "What happened at Bletchley Park?"}, "hgmem", world, llm, settings3, tmp_path)
+    assert row["answer"] is None and row["error"].startswith("StructuredOutputError: evolution at step 0")
+    ok = answer_record({"id": "good", "question": "Who did Ada Lovelace work with?"}, "hgmem", world, llm, settings3, tmp_path)
+    assert ok["error"] is None
+
+
+def test_invalid_json_is_retried_then_raised(world, settings3):
+    session = LLMSession(ScriptedLLM(["nope", '{"answer": "ok"}']), settings3.generation)
+    assert session.ask(prompts.Answer, [{"role": "user", "content": "q"}], "answer").answer == "ok"
+    assert session.usage.calls == 2
+    bad = LLMSession(ScriptedLLM(["x", "y", "z"]), settings3.generation)
+    with pytest.raises(StructuredOutputError, match="after 3 attempts"):
+        bad.ask(prompts.Answer, [{"role": "user", "content": "q"}], "answer")
+
+
+def test_variants_are_the_papers_ablations():
+    assert set(METHODS) == {"hgmem", "hgmem-no-merge", "hgmem-no-update", "hgmem-local-only", "hgmem-global-only",
+                            "naive", "graph"}
+    assert VARIANTS["hgmem-no-merge"].merge is False and VARIANTS["hgmem-no-update"].update is False
