@@ -55,3 +55,12 @@ def musique_slice(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("musique") / "corpus.json"
     path.write_text(json.dumps(corpus))
     return path
+
+
+@pytest.fixture(scope="session")
+def slice_graph(ray_local, settings, musique_slice, tmp_path_factory):
+    """A graph of the MuSiQue slice, built once per session: (folder, BuildReport)."""
+    from pipelines.build_graphs import run_build
+
+    out = tmp_path_factory.mktemp("slice-graph")
+    return out, run_build(settings, str(musique_slice), str(out))

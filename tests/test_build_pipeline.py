@@ -36,12 +36,6 @@ def assert_same_tables(a: Path, b: Path) -> None:
         assert ta[name].equals(tb[name]), f"{name}.parquet differs"
 
 
-@pytest.fixture(scope="module")
-def slice_graph(ray_local, settings, musique_slice, tmp_path_factory) -> tuple[Path, object]:
-    out = tmp_path_factory.mktemp("graph")
-    return out, build(settings, musique_slice, out)
-
-
 def test_end_to_end_folder(slice_graph):
     out, report = slice_graph
     manifest = json.loads((out / "manifest.json").read_text())

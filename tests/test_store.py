@@ -11,12 +11,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def graph_dir(ray_local, settings, musique_slice, tmp_path_factory):
-    from pipelines.build_graphs import run_build
-
-    out = tmp_path_factory.mktemp("store-graph")
-    run_build(settings, str(musique_slice), str(out))
-    return out
+def graph_dir(slice_graph):
+    return slice_graph[0]
 
 
 @pytest.fixture(scope="module")

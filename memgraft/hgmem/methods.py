@@ -24,6 +24,8 @@ from memgraft.models.llm.base import LLM
 from memgraft.models.llm.session import LLMSession
 
 METHODS = (*VARIANTS, "naive", "graph")
+OUTPUT_FIELDS = ("answer", "method", "error", "steps", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
+                 "trace", "traceback")
 
 
 def _chunk_block(store: GraphStore, chunk_ids: list[str], tokens: int) -> str:
@@ -78,7 +80,9 @@ def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: L
                   trace_dir: str | Path) -> dict[str, Any]:
     """One output line for one question record; a failure becomes a line with its error, never an exception."""
     qid = str(record["id"])
-    base = {k: v for k, v in record.items() if k not in ("question",)}
+    # Other fields pass through; one that an output field would overwrite (a reference
+    # "answer") is kept as "gold_<name>".
+    base = {(f"gold_{k}" if k in OUTPUT_FIELDS else k): v for k, v in record.items() if k not in ("id", "question")}
     base.update({"id": qid, "question": record.get("question", ""), "method": method})
     t0 = time.perf_counter()
     try:

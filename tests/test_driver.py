@@ -1,0 +1,113 @@
+"""The HGMem driver on a local Ray: answers as they finish, resume after a kill, failures recorded."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import cloudpickle
+import pytest
+
+import tests.doubles
+from tests.conftest import REPO
+from tests.doubles import HGMemScript, ScriptedLLM
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = [
+    "Who published the Journal of Psychotherapy Integration?",
+    "What is adolescence?",
+    "Who developed person-centered therapy?",
+    "What does the word psychology derive from?",
+    "Where did Judith Viorst study?",
+    "What is a peer-reviewed journal?",
+]
+
+
+@pytest.fixture()
+def questions(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "answer": "gold"}) + "\n"
+                            for i, q in enumerate(QUESTIONS)))
+    return path
+
+
+def _lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_driver_answers_every_question_once(slice_graph, settings, questions, tmp_path):
+    from pipelines.answer_queries import run_answers
+
+    cloudpickle.register_pickle_by_value(tests.doubles)
+    llm = ScriptedLLM(HGMemScript(fail_on="Judith Viorst"))
+    s = settings.model_copy(deep=True)
+    s.hgmem.max_in_flight = 3
+    out = tmp_path / "run"
+    summary = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", llm=llm, workers=2)
+    rows = _lines(out / "answers.jsonl")
+    assert sorted(r["id"] for r in rows) == [f"q{i}" for i in range(6)]
+    failed = [r for r in rows if r["error"]]
+    assert [r["id"] for r in failed] == ["q4"] and "StructuredOutputError" in failed[0]["error"]
+    assert summary["answered"] == 5 and summary["failed"] == 1
+    ok = next(r for r in rows if r["id"] == "q0")
+    assert ok["answer"] == "scripted answer" and ok["answer"] and ok["steps"] == 3 and ok["method"] == "hgmem"
+    assert ok["prompt_tokens"] > 0 and ok["llm_calls"] == 8 and ok["question"] == QUESTIONS[0]
+    assert ok["gold_answer"] == "gold"  # the reference answer passes through beside the model's
+    trace = json.loads(open(ok["trace"]).read())
+    assert len(trace["steps"]) == 3 and trace["final_memory"]
+
+    # Rerun: nothing new to do; --retry-failed reruns only the failed one, replacing its line.
+    again = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", llm=llm)
+    assert again["skipped"] == 6 and again["answered"] == 0
+    retry = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", retry_failed=True,
+                        llm=ScriptedLLM(HGMemScript()))
+    assert retry["answered"] == 1
+    rows = _lines(out / "answers.jsonl")
+    assert len(rows) == 6 and not [r for r in rows if r["error"]]
+
+
+RUNNER = """
+import json, sys, time
+sys.path.insert(0, {repo!r})
+import cloudpickle, tests.doubles
+from memgraft.config import load_settings
+from pipelines.answer_queries import run_answers
+from tests.doubles import HGMemScript, ScriptedLLM
+cloudpickle.register_pickle_by_value(tests.doubles)
+
+class Slow(HGMemScript):
+    def __call__(self, request):
+        time.sleep(0.3)
+        return super().__call__(request)
+
+s = load_settings("local", ["hgmem.max_in_flight=1"])
+print(json.dumps(run_answers(s, sys.argv[1], sys.argv[2], sys.argv[3], "hgmem", llm=ScriptedLLM(Slow()))))
+"""
+
+
+def test_killed_driver_resumes_without_duplicates(slice_graph, questions, tmp_path):
+    script = tmp_path / "runner.py"
+    script.write_text(RUNNER.format(repo=str(REPO)))
+    out = tmp_path / "run"
+    args = [sys.executable, str(script), str(slice_graph[0]), str(questions), str(out)]
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    answers = out / "answers.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not answers.exists() or len(answers.read_text().splitlines()) < 2):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(answers.read_text().splitlines())
+    assert 2 <= done_before < len(QUESTIONS)
+    with answers.open("a") as f:  # as if killed in the middle of writing a line
+        f.write('{"id": "q5", "answ')
+    finished = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    summary = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert summary["skipped"] == done_before and summary["answered"] == len(QUESTIONS) - done_before
+    ids = [r["id"] for r in _lines(answers)]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(len(QUESTIONS)))  # each exactly once
