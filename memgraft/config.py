@@ -57,6 +57,9 @@ class GenerationSettings(_Section):
     max_new_tokens: int = 2048
     json_retries: int = 2
     seed: int | None = 0
+    top_p: float = 1.0
+    top_k: int = 0  # 0: no top-k cut
+    repetition_penalty: float = 1.0
 
 
 class ExtractionSettings(_Section):

@@ -56,11 +56,13 @@ class OpenAICompatibleLLM:
         max_new_tokens: int = 2048,
         retries: int = 3,
         backoff_s: float = 0.5,
+        sampling: dict[str, float] | None = None,
     ):
         self.url = chat_completions_url(base_url)
         self.name = model
         self.default_temperature = temperature
         self.default_max_new_tokens = max_new_tokens
+        self.sampling = sampling or {}
         self.retries = retries
         self.backoff_s = backoff_s
         self.concurrency = max(1, concurrency)
@@ -80,6 +82,8 @@ class OpenAICompatibleLLM:
             api_key=os.environ.get(m.llm_api_key_env) if m.llm_api_key_env else None,
             timeout_s=m.llm_timeout_s, concurrency=m.llm_batch_size,
             temperature=g.temperature, max_new_tokens=g.max_new_tokens,
+            sampling={"top_p": g.top_p, **({"top_k": g.top_k} if g.top_k else {}),
+                      **({"repetition_penalty": g.repetition_penalty} if g.repetition_penalty != 1.0 else {})},
         )
 
     def close(self) -> None:
@@ -92,6 +96,7 @@ class OpenAICompatibleLLM:
             "messages": request.messages,
             "temperature": self.default_temperature if request.temperature is None else request.temperature,
             "max_tokens": self.default_max_new_tokens if request.max_new_tokens is None else request.max_new_tokens,
+            **self.sampling,  # top_k and repetition_penalty are vLLM's extensions of the OpenAI body
         }
         if request.seed is not None:
             body["seed"] = request.seed

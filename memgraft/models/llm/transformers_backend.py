@@ -104,6 +104,9 @@ class TransformersLLM:
         temperature: float = 0.8,
         max_new_tokens: int = 2048,
         seed: int | None = 0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        repetition_penalty: float = 1.0,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -114,6 +117,7 @@ class TransformersLLM:
         self.default_temperature = temperature
         self.default_max_new_tokens = max_new_tokens
         self.seed = seed
+        self.top_p, self.top_k, self.repetition_penalty = top_p, top_k, repetition_penalty
         self._calls = 0
         torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
         folder = ensure_hf_folder(model, cache_path or Path(tempfile.gettempdir()) / "memgraft")
@@ -133,6 +137,7 @@ class TransformersLLM:
         return cls(
             m.llm, dtype=m.llm_dtype, batch_size=m.llm_batch_size, cache_path=settings.cache_path,
             threads=m.torch_threads, temperature=g.temperature, max_new_tokens=g.max_new_tokens, seed=g.seed,
+            top_p=g.top_p, top_k=g.top_k, repetition_penalty=g.repetition_penalty,
         )
 
     def _eos_ids(self) -> list[int]:
@@ -203,9 +208,10 @@ class TransformersLLM:
         attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_new, "pad_token_id": pad, "eos_token_id": self.eos_ids,
+            "repetition_penalty": self.repetition_penalty,
         }
         if temperature > 0:
-            kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+            kwargs.update(do_sample=True, temperature=temperature, top_p=self.top_p, top_k=self.top_k)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if constrained:

@@ -54,6 +54,7 @@ class VLLMEngine:
         max_new_tokens: int = 2048,
         seed: int | None = 0,
         engine_kwargs: dict[str, Any] | None = None,
+        sampling: dict[str, float] | None = None,
     ):
         from vllm import LLM
 
@@ -61,6 +62,7 @@ class VLLMEngine:
         self.default_temperature = temperature
         self.default_max_new_tokens = max_new_tokens
         self.seed = seed
+        self.sampling = sampling or {}
         self._calls = 0
         kwargs: dict[str, Any] = {"dtype": dtype, "tensor_parallel_size": tensor_parallel}
         if seed is not None:
@@ -77,6 +79,7 @@ class VLLMEngine:
             engine_model_source(settings), name=display_name(m.llm), dtype=m.llm_dtype,
             tensor_parallel=m.llm_tensor_parallel, temperature=g.temperature,
             max_new_tokens=g.max_new_tokens, seed=g.seed, engine_kwargs=engine_kwargs,
+            sampling={"top_p": g.top_p, "top_k": g.top_k or -1, "repetition_penalty": g.repetition_penalty},
         )
 
     def close(self) -> None:
@@ -91,6 +94,7 @@ class VLLMEngine:
         kwargs: dict[str, Any] = {
             "temperature": self.default_temperature if request.temperature is None else request.temperature,
             "max_tokens": self.default_max_new_tokens if request.max_new_tokens is None else request.max_new_tokens,
+            **self.sampling,
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
