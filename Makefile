@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml
 
 demo: install
 	$(PY) pipelines/demo.py --corpus $(DATA)/musique/musique_train_corpus.json \
-		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --profile $(PROFILE)
+		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --answers $(OUT)/demo-answers \
+		--profile $(PROFILE)
 
 test: install
 	$(PY) -m pytest -q -x

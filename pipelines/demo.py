@@ -1,7 +1,9 @@
-"""`make demo`: index the MuSiQue passages on a local Ray and show retrieval for one question.
+"""`make demo`: index the MuSiQue passages on a local Ray, show retrieval for one
+question, then answer a few questions with HGMem on the bundled SmolLM2 and print
+each answer with its final memory.
 
-Reruns are incremental: the graph folder is appended to, so unchanged passages
-are not processed again.
+Reruns are incremental: the graph folder is appended to (unchanged passages are
+not processed again) and questions already answered are not asked again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rich.table import Table
 from memgraft.config import load_settings
 from memgraft.graph.store import GraphStore
 from memgraft.models.embedder import load_embedder
+from pipelines.answer_queries import run_answers
 from pipelines.build_graphs import print_summary, run_build
 
 console = Console()
@@ -49,22 +52,53 @@ def show_retrieval(store: GraphStore, question: str, k_entities: int = 8, k_chun
     console.print(chunks)
 
 
+def show_answer(row: dict) -> None:
+    from memgraft.hgmem.memory import HypergraphMemory
+
+    console.rule(f"[bold]{row['id']}")
+    console.print(f"[bold]Q:[/] {row['question']}")
+    if row.get("error"):
+        console.print(f"[red]failed:[/] {row['error']}")
+        return
+    console.print(f"[bold]A:[/] {row['answer']}    [dim](reference: {row.get('gold_answer')})[/]")
+    console.print(f"[dim]{row['steps']} steps, {row['llm_calls']} LLM calls, {row['prompt_tokens']}+"
+                  f"{row['completion_tokens']} tokens, {row['seconds']:.0f} s; trace {row['trace']} (and .html)[/]")
+    trace = json.loads(Path(row["trace"]).read_text())
+    memory = HypergraphMemory.from_dict(trace["final_memory"])
+    table = Table(title="final memory", show_lines=True)
+    for col in ("point", "description", "entities", "sources"):
+        table.add_column(col)
+    for p in memory.active_points():
+        names = ", ".join(v.name + ("" if v.in_graph else " (not in graph)") for v in memory.vertices_of(p.point_id))
+        extra = f" (merged from {', '.join(p.merged_from)})" if p.merged_from else ""
+        table.add_row(p.point_id + extra, p.description, names, f"{len(p.chunk_ids)} chunks")
+    console.print(table if memory.active_points() else "[dim](memory stayed empty)[/]")
+
+
 def main(
     corpus: str = typer.Option(..., help="documents to index"),
-    questions: str = typer.Option(None, help="MuSiQue-style questions JSON; the first is shown"),
+    questions: str = typer.Option(None, help="MuSiQue-style questions JSON"),
     output: str = typer.Option("out/demo-graph", help="graph folder"),
+    answers: str = typer.Option("out/demo-answers", help="answers folder"),
+    ask: int = typer.Option(3, help="how many questions HGMem answers"),
+    method: str = typer.Option("hgmem"),
     profile: str = typer.Option("local"),
-    question: str = typer.Option(None, help="ask this instead of the first question in --questions"),
 ) -> None:
     logging.basicConfig(level=logging.WARNING)
     settings = load_settings(profile)
     report = run_build(settings, corpus, output, append=True)
     print_summary(report)
-    if question is None and questions:
-        question = json.loads(Path(questions).read_text())[0]["question"]
-    if question:
-        store = GraphStore.load(output, load_embedder(settings))
-        show_retrieval(store, question)
+    if not questions:
+        return
+    first = json.loads(Path(questions).read_text())[0]["question"]
+    store = GraphStore.load(output, load_embedder(settings))
+    show_retrieval(store, first)
+    console.print(f"\nAnswering {ask} questions with {method} on {settings.models.llm} (CPU: about a minute each)…")
+    summary = run_answers(settings, output, questions, answers, method, limit=ask)
+    console.print(summary)
+    rows = [json.loads(line) for line in (Path(answers) / "answers.jsonl").read_text().splitlines()]
+    for row in rows[:ask]:
+        show_answer(row)
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ class HGMemReasoner:
             step_t0, before_usage = time.perf_counter(), self.session.usage.copy()
             record: dict[str, Any] = {"step": index, "memory_before": memory.snapshot()}
             if index > 0:
-                judgement = self.session.ask(prompts.SufficiencyJudgement, prompts.messages(
+                judgement = self.session.ask(prompts.sufficiency_model(self._point_ids(memory)), prompts.messages(
                     prompts.SUFFICIENCY, question=question, memory=self._memory_text(memory),
                     max_concerns=3), f"sufficiency at step {index}")
                 record["judgement"] = judgement.model_dump()
@@ -113,6 +113,10 @@ class HGMemReasoner:
         used = self.session.usage.minus(before)
         return {"memory_after": memory.snapshot(), "llm_calls": used.calls, "prompt_tokens": used.prompt_tokens,
                 "completion_tokens": used.completion_tokens, "seconds": round(time.perf_counter() - t0, 3)}
+
+    @staticmethod
+    def _point_ids(memory: HypergraphMemory) -> list[str]:
+        return [p.point_id for p in memory.active_points()]
 
     def _memory_text(self, memory: HypergraphMemory) -> str:
         return memory.render(max_chars=self.hs.answer_context_tokens * CHARS_PER_TOKEN // 2) or "(empty)"
@@ -154,13 +158,11 @@ class HGMemReasoner:
         fields = dict(question=question, memory=self._memory_text(memory),
                       subqueries="; ".join(repr(r.subquery.text) for r in evidence.per_subquery),
                       **self._evidence_text(evidence))
-        if self.variant.update:
-            out = self.session.ask(prompts.Evolution, prompts.messages(prompts.EVOLVE, **fields), f"evolution at step {index}")
-            updates = out.updates
-        else:
-            out = self.session.ask(prompts.InsertOnly, prompts.messages(prompts.EVOLVE_INSERT_ONLY, **fields),
-                                   f"evolution at step {index}")
-            updates = []
+        ids = self._point_ids(memory)
+        model = prompts.evolution_model(ids, self.variant.update)
+        template = prompts.EVOLVE if (self.variant.update and ids) else prompts.EVOLVE_INSERT_ONLY
+        out = self.session.ask(model, prompts.messages(template, **fields), f"evolution at step {index}")
+        updates = getattr(out, "updates", [])
         known = {self.store.entity(e)["name"].casefold(): e for e in evidence.entity_ids}
         step_chunks = set(evidence.chunk_ids)
         done: dict[str, list[Any]] = {"updates": [], "inserts": [], "rejected": []}
@@ -187,7 +189,7 @@ class HGMemReasoner:
         return [c for v in vertex_ids for c in memory.vertex(v).chunk_ids if c in step_chunks]
 
     def _merge(self, question: str, memory: HypergraphMemory, index: int) -> dict[str, Any]:
-        out = self.session.ask(prompts.Merging, prompts.messages(
+        out = self.session.ask(prompts.merging_model(self._point_ids(memory)), prompts.messages(
             prompts.MERGE, question=question, memory=self._memory_text(memory)), f"merging at step {index}")
         merged, rejected = [], []
         for m in out.merges:

@@ -8,9 +8,9 @@ model decoding under the grammar cannot ramble past its token budget.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 SYSTEM = (
     "You are the working memory of a question-answering system that reads a large document collection "
@@ -145,9 +145,46 @@ question asks for one.
 Answer as JSON: {{"answer": "..."}}"""
 
 
+# -- schemas narrowed to the memory at hand -------------------------------------
+# A point id the model may name is constrained to the active points' ids, so the
+# decoder cannot invent one; with an empty memory there is nothing to update, and
+# the step must insert at least one point.
+
+def _ids(point_ids: list[str]) -> Any:
+    return Literal[tuple(point_ids)]  # type: ignore[valid-type]
+
+
+def sufficiency_model(point_ids: list[str]) -> type[BaseModel]:
+    if not point_ids:
+        return SufficiencyJudgement
+    concern = create_model("Concern", __base__=Concern,
+                           point_ids=(list[_ids(point_ids)], Field(default_factory=list, max_length=3)))
+    return create_model("SufficiencyJudgement", __base__=SufficiencyJudgement,
+                        concerns=(list[concern], Field(default_factory=list, max_length=3)))
+
+
+def evolution_model(point_ids: list[str], update: bool) -> type[BaseModel]:
+    if not point_ids or not update:
+        required = 1 if not point_ids else 0
+        return create_model("InsertOnly", __base__=InsertOnly,
+                            inserts=(list[PointInsert], Field(min_length=required, max_length=4)))
+    point_update = create_model("PointUpdate", __base__=PointUpdate, point_id=(_ids(point_ids), ...))
+    return create_model("Evolution", __base__=Evolution,
+                        updates=(list[point_update], Field(default_factory=list, max_length=4)))
+
+
+def merging_model(point_ids: list[str]) -> type[BaseModel]:
+    merge = create_model("PointMerge", __base__=PointMerge,
+                         point_ids=(list[_ids(point_ids)], Field(min_length=2, max_length=4)))
+    return create_model("Merging", __base__=Merging, merges=(list[merge], Field(default_factory=list, max_length=2)))
+
+
 def messages(template: str, **fields: object) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": template.format(**fields)}]
 
 
-# Every schema the loop decodes under, for tests that check the decoder accepts them all.
-ALL_OUTPUT_MODELS: tuple[type[BaseModel], ...] = (SufficiencyJudgement, Evolution, InsertOnly, Merging, Answer)
+def all_output_models() -> list[type[BaseModel]]:
+    """Every schema shape the loop decodes under, for tests that check the decoder accepts them all."""
+    ids = ["p1", "p2", "p3"]
+    return [SufficiencyJudgement, sufficiency_model(ids), evolution_model([], True), evolution_model(ids, True),
+            evolution_model(ids, False), merging_model(ids), Answer]
