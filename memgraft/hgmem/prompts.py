@@ -77,7 +77,7 @@ If not, raise at most {max_concerns} concerns. Each concern is a short search qu
 - "global" when it asks for information that no memory point covers yet.
 Answer as JSON: {{"sufficient": true|false, "concerns": [{{"kind": "local"|"global", "point_ids": [...], "subquery": "..."}}]}}"""
 
-EVOLVE = """Question: {question}
+_EVIDENCE = """Question: {question}
 
 Current memory:
 {memory}
@@ -90,26 +90,15 @@ Relations:
 Passages:
 {chunks}
 
-Evolve the memory so that it holds what matters for the question:
+"""
+
+EVOLVE = _EVIDENCE + """Evolve the memory so that it holds what matters for the question:
 - update a memory point (by its id) when the evidence refines or corrects it;
 - insert a new memory point for a new fact; it must name two or more entities, using their names as written above.
 Keep each description to one or two factual sentences grounded in the evidence.
 Answer as JSON: {{"updates": [{{"point_id": "p1", "description": "...", "entities": [...]}}], "inserts": [{{"description": "...", "entities": ["A", "B"]}}]}}"""
 
-EVOLVE_INSERT_ONLY = """Question: {question}
-
-Current memory:
-{memory}
-
-New evidence retrieved for the subqueries {subqueries}:
-Entities:
-{entities}
-Relations:
-{relations}
-Passages:
-{chunks}
-
-Add new memory points for the facts that matter for the question. Each must name two or more entities,
+EVOLVE_INSERT_ONLY = _EVIDENCE + """Add new memory points for the facts that matter for the question. Each must name two or more entities,
 using their names as written above, and say one or two factual sentences grounded in the evidence.
 Answer as JSON: {{"inserts": [{{"description": "...", "entities": ["A", "B"]}}]}}"""
 
