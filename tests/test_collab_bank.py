@@ -1,0 +1,352 @@
+"""HiCoMER memory bank: atomic groups, append-only log, as-of rebuilds, team isolation, stored vectors."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import sqlite3
+import threading
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from memgraft.collab.bank import (
+    BankError,
+    EmbedderMismatch,
+    GroupAlreadyApplied,
+    MemoryBank,
+    OutOfOrderGroup,
+    StaleDecision,
+)
+from memgraft.collab.types import Action, Decision, MemoryGroup, MemoryQuestion, Relation
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+class HashEmbedder:
+    """Bag of hashed words in 64 dims, unit length: deterministic and instant."""
+
+    def __init__(self, name: str = "hash-64", dim: int = 64):
+        self.name, self.dim = name, dim
+        self.calls = 0
+
+    def encode(self, texts):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i, int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "little") % self.dim] += 1.0
+            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
+        return out
+
+
+def group(team: str, gid: str, hours: float, *memories: tuple[str, str, str]) -> MemoryGroup:
+    return MemoryGroup(team=team, group_id=gid, time=T0 + timedelta(hours=hours), memories=[
+        {"memory_id": mid, "type": typ, "author": "alice" if typ == "team" else "bob", "content": text}
+        for mid, typ, text in memories])
+
+
+def decision(bank: MemoryBank, g: MemoryGroup, memory_id: str, after: str | None, *, valid: bool | None = None,
+             n: int = 0, level: str = "inter") -> Decision:
+    cur = bank.memory(g.team, memory_id)
+    return Decision(
+        decision_id=f"{g.group_id}-{memory_id}-{n}", team=g.team, memory_id=memory_id, group_id=g.group_id,
+        decided_at=g.time, level=level, relation=Relation.contradiction if after else Relation.compatible,
+        action=Action.revise if after else Action.keep, before=cur.maintained,
+        after=after if after else cur.maintained, valid_before=cur.valid,
+        valid_after=cur.valid if valid is None else valid, decided_by="test-rules", reason="test")
+
+
+def snapshot(bank: MemoryBank, team: str) -> tuple:
+    """Everything observable about a team, for before/after equality."""
+    with bank.transaction() as conn:
+        groups = conn.execute("SELECT team, group_id, time FROM groups WHERE team = ? ORDER BY 1, 2", (team,)).fetchall()
+        rows = conn.execute("SELECT * FROM memories WHERE team = ? ORDER BY rowid", (team,)).fetchall()
+        log = conn.execute("SELECT * FROM decisions WHERE team = ? ORDER BY seq", (team,)).fetchall()
+    hits = [(m.memory_id, round(s, 6)) for m, s in bank.search(team, "meeting room", 10)]
+    return groups, rows, log, hits, bank.stats(team)
+
+
+G1 = group("ops", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
+           ("i1", "individual", "I booked room A for the weekly meeting"))
+G2 = group("ops", "g2", 24, ("m2", "team", "From now on the weekly meeting is at 10am in room B"),
+           ("i2", "individual", "Ordered new chairs for the lab"))
+G3 = group("ops", "g3", 48, ("m3", "team", "Room B is closed; the weekly meeting moves to room C"))
+
+
+@pytest.fixture
+def bank(tmp_path):
+    b = MemoryBank(tmp_path / "bank.sqlite", HashEmbedder())
+    yield b
+    b.close()
+
+
+def stream(bank: MemoryBank) -> None:
+    """G1; G2 revises m1 and outdates i1; G3 revises m1 again."""
+    bank.apply_group(G1)
+    with bank.group_transaction(G2) as tx:
+        tx.add_memories()
+        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
+                  after="The weekly meeting is at 10am in room B")
+        tx.decide("i1", level="inter", relation="contradiction", action="keep", decided_by="test-rules",
+                  valid_after=False)
+    with bank.group_transaction(G3) as tx:
+        tx.add_memories()
+        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
+                  after="The weekly meeting is at 10am in room C")
+
+
+def test_boundary_models_read_naive_times_as_utc():
+    g = MemoryGroup.model_validate({"team": "t", "group_id": "g", "time": "2024-03-01T09:00:00", "memories": [
+        {"memory_id": "m", "type": "team", "author": "a", "content": "x"}], "gold": {"m": "valid"}})
+    assert g.time == T0 and g.model_extra == {"gold": {"m": "valid"}}
+    q = MemoryQuestion.model_validate({"id": "q", "team": "t", "question": "?", "time": "2024-03-01T11:00:00+02:00"})
+    assert q.time == T0 and q.valid is None
+    with pytest.raises(ValueError):
+        MemoryGroup(team="t", group_id="g", time=T0, memories=[
+            {"memory_id": "m", "type": "team", "author": "a", "content": "x"},
+            {"memory_id": "m", "type": "individual", "author": "a", "content": "y"}])
+    with pytest.raises(ValueError):  # keep must not change the text
+        Decision("d", "t", "m", "g", T0, "inter", "compatible", "keep", "a", "b", True, True, "x")
+
+
+def test_wal_foreign_keys_and_new_rows(bank):
+    assert bank.journal_mode == "wal"
+    with bank.transaction() as conn:
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    bank.apply_group(G1)
+    m1 = bank.memory("ops", "m1")
+    assert (m1.original, m1.maintained, m1.type, m1.author, m1.group_id) == (
+        "The weekly meeting is at 9am in room A", "The weekly meeting is at 9am in room A", "team", "alice", "g1")
+    assert m1.valid and m1.relation is None and m1.action is None and m1.time == m1.maintained_at == T0
+    assert bank.is_applied("ops", "g1") and not bank.is_applied("ops", "g2")
+    assert bank.stats("ops")["memories"] == 2 and bank.teams() == ["ops"]
+
+
+def test_crash_inside_a_group_leaves_the_bank_as_before(bank):
+    bank.apply_group(G1)
+    before = snapshot(bank, "ops")
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):  # the caller dies between two decisions
+        with bank.group_transaction(G2) as tx:
+            tx.add_memories()
+            tx.record(decision(bank, G2, "m1", "The weekly meeting is at 10am in room B"))
+            assert tx.search("meeting room", 3)  # reads its own writes meanwhile
+            raise Boom()
+    assert snapshot(bank, "ops") == before and not bank.is_applied("ops", "g2")
+
+    # a stale second decision fails inside record_many, after the first was written
+    good = decision(bank, G2, "m1", "The weekly meeting is at 10am in room B")
+    stale = replace(decision(bank, G2, "i1", None, valid=False), decision_id="s", valid_before=False)
+    with pytest.raises(StaleDecision):
+        bank.apply_group(G2, [good, stale])
+    assert snapshot(bank, "ops") == before and bank.memory("ops", "m2") is None
+
+    bank.apply_group(G2, [good])  # nothing of the failed tries is left in the way
+    assert bank.is_applied("ops", "g2") and bank.memory("ops", "m1").maintained.endswith("room B")
+    with pytest.raises(GroupAlreadyApplied):
+        bank.apply_group(G2, [])
+    with pytest.raises(OutOfOrderGroup):
+        bank.apply_group(group("ops", "late", 1, ("x", "team", "late")))
+    with pytest.raises(BankError, match="already holds"):
+        bank.apply_group(group("ops", "dup", 30, ("m1", "team", "again")))
+
+
+def test_decision_log_is_append_only_and_originals_never_change(bank):
+    stream(bank)
+    m1 = bank.memory("ops", "m1")
+    assert m1.original == "The weekly meeting is at 9am in room A"
+    assert m1.maintained == "The weekly meeting is at 10am in room C" and m1.action is Action.revise
+    assert m1.maintained_at == G3.time and m1.time == G1.time
+    log = bank.decisions("ops", "m1")
+    assert [(d.before, d.after) for d in log] == [
+        ("The weekly meeting is at 9am in room A", "The weekly meeting is at 10am in room B"),
+        ("The weekly meeting is at 10am in room B", "The weekly meeting is at 10am in room C")]
+    assert [d.decided_at for d in log] == [G2.time, G3.time] and log[0].decided_by == "test-rules"
+    conn = sqlite3.connect(bank.path)
+    try:
+        for sql in ("UPDATE decisions SET after = 'x'", "DELETE FROM decisions",
+                    "UPDATE memories SET original = 'x'", "DELETE FROM memories", "DELETE FROM groups"):
+            with pytest.raises(sqlite3.DatabaseError):
+                conn.execute(sql)
+    finally:
+        conn.close()
+    assert len(bank.decisions("ops")) == 3 and bank.memory("ops", "m1").original == m1.original
+
+
+def test_as_of_views_follow_the_decisions(bank):
+    stream(bank)
+    assert bank.memories("ops", as_of=T0 - timedelta(seconds=1)) == []
+    at1 = {m.memory_id: m for m in bank.memories("ops", as_of=G1.time + timedelta(hours=1))}
+    assert set(at1) == {"m1", "i1"}
+    assert at1["m1"].maintained == at1["m1"].original and at1["i1"].valid and at1["m1"].relation is None
+    at2 = {m.memory_id: m for m in bank.memories("ops", as_of=G2.time)}
+    assert set(at2) == {"m1", "i1", "m2", "i2"}
+    assert at2["m1"].maintained.endswith("room B") and at2["m1"].maintained_at == G2.time
+    assert not at2["i1"].valid and at2["i1"].relation is Relation.contradiction
+    at3 = bank.memories("ops", as_of=G3.time + timedelta(days=1))
+    assert at3 == bank.memories("ops")  # the rebuild at "now" is the live state
+    assert bank.memories("ops", as_of=datetime.now(timezone.utc)) == bank.memories("ops")
+    assert [m.memory_id for m in bank.memories("ops", as_of=G2.time, types=["team"])] == ["m1", "m2"]
+
+    # as-of search scores the text as it stood then, and its validity then
+    emb = bank.embedder
+    then = bank.search("ops", "meeting 9am room A", 1, as_of=G1.time)
+    assert then[0][0].maintained == G1.memories[0].content
+    assert np.allclose(then[0][0].embedding, emb.encode([G1.memories[0].content])[0])
+    assert bank.search("ops", "meeting 9am room A", 4)[0][0].maintained != G1.memories[0].content
+    assert "i1" in {m.memory_id for m, _ in bank.search("ops", "booked room A", 4, as_of=G1.time, valid_only=True)}
+    assert "i1" not in {m.memory_id for m, _ in bank.search("ops", "booked room A", 4, as_of=G2.time, valid_only=True)}
+    assert "m3" not in {m.memory_id for m, _ in bank.search("ops", "room C closed", 10, as_of=G2.time)}
+    live = [(m.memory_id, m.maintained, round(s, 5)) for m, s in bank.search("ops", "weekly meeting", 5)]
+    later = [(m.memory_id, m.maintained, round(s, 5)) for m, s in bank.search("ops", "weekly meeting", 5, as_of=G3.time)]
+    assert live == later
+
+
+def test_rebuild_at_every_group_time_equals_the_live_state_then(tmp_path):
+    rng = random.Random(7)
+    bank = MemoryBank(tmp_path / "b.sqlite", HashEmbedder())
+    seen: dict[str, list[datetime]] = {"a": [], "b": []}
+    live_then = {}
+    for step in range(20):
+        team = rng.choice("ab")
+        g = group(team, f"{team}{step}", step, *[(f"{team}{step}-{j}", rng.choice(["team", "individual"]),
+                                                  f"note {step} {j} on topic {rng.randint(0, 4)}") for j in range(3)])
+        with bank.group_transaction(g) as tx:
+            tx.add_memories()
+            for m, _ in tx.search(f"topic {rng.randint(0, 4)}", 3, earlier_only=True):
+                if rng.random() < 0.6:
+                    tx.decide(m.memory_id, level="inter", relation="contradiction", action="revise",
+                              decided_by="test", after=m.maintained + f" (superseded at {step})",
+                              valid_after=rng.random() < 0.5)
+        seen[team].append(g.time)
+        live_then[g.time] = bank.memories(team)
+    for team, times in seen.items():
+        for t in times:
+            assert bank.memories(team, as_of=t) == live_then[t]
+        assert bank.memories(team, as_of=times[-1]) == bank.memories(team)
+    bank.close()
+
+
+def test_teams_are_kept_apart(bank):
+    bank.apply_group(G1)
+    bank.apply_group(group("lab", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
+                           ("x", "individual", "Centrifuge is broken")))
+    with bank.group_transaction(group("lab", "g2", 5, ("y", "team", "Use the spare centrifuge"))) as tx:
+        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="t",
+                  after="Lab meeting cancelled")
+    assert bank.teams() == ["lab", "ops"]
+    assert bank.memory("ops", "m1").maintained == "The weekly meeting is at 9am in room A"
+    assert {m.team for m, _ in bank.search("ops", "weekly meeting centrifuge room", 10)} == {"ops"}
+    assert {m.team for m, _ in bank.search("lab", "weekly meeting room A", 10)} == {"lab"}
+    assert bank.decisions("ops") == [] and len(bank.decisions("lab")) == 1
+    assert bank.stats("ops")["memories"] == 2 and bank.stats("lab")["revised"] == 1
+
+
+def test_transaction_reads_its_own_writes_and_hides_them_until_commit(bank, tmp_path):
+    bank.apply_group(G1)
+    other = MemoryBank(bank.path)  # a second connection (as another process would have)
+    with bank.group_transaction(G2) as tx:
+        new = tx.add_memories()
+        assert [m.memory_id for m in new] == ["m2", "i2"]
+        assert {m.memory_id for m, _ in tx.search("weekly meeting", 10)} == {"m1", "i1", "m2", "i2"}
+        assert {m.memory_id for m, _ in tx.search("weekly meeting", 10, earlier_only=True)} == {"m1", "i1"}
+        tx.decide("i1", level="inter", relation="contradiction", action="keep", decided_by="t", valid_after=False)
+        assert "i1" not in {m.memory_id for m, _ in tx.search("room A", 10, valid_only=True)}
+        assert [m.memory_id for m, _ in tx.search("chairs", 10, types=["individual"])][0] == "i2"
+        tx.decide("i2", level="intra", relation="contradiction", action="revise", decided_by="t",
+                  after="Ordered new chairs for room B")  # a same-group memory, revised at the group's time
+        assert tx.search("chairs room B", 1)[0][0].maintained == "Ordered new chairs for room B"
+        assert other.memory("ops", "m2") is None and other.memory("ops", "i1").valid
+    assert other.memory("ops", "m2") is not None and not other.memory("ops", "i1").valid
+    assert other.memories("ops", as_of=G2.time) == bank.memories("ops")
+    with pytest.raises(BankError, match="ended"):  # a kept transaction object cannot write afterwards
+        tx.decide("m1", level="inter", relation="neutral", action="keep", decided_by="t")
+    assert [d.level for d in bank.decisions("ops")] == ["inter", "intra"]
+    with pytest.raises(ValueError, match="memory types"):
+        bank.search("ops", "chairs", 3, types=["Team"])
+    other.close()
+
+
+def test_reopen_rebuilds_the_index_from_stored_vectors(tmp_path):
+    path = tmp_path / "bank.sqlite"
+    first = MemoryBank(path, HashEmbedder())
+    stream(first)
+    expected = [(m.memory_id, round(s, 6)) for m, s in first.search("ops", "meeting room C", 5)]
+    first.close()
+
+    emb = HashEmbedder()
+    again = MemoryBank(path, emb)
+    assert [(m.memory_id, round(s, 6)) for m, s in again.search("ops", "meeting room C", 5)] == expected
+    assert emb.calls == 1  # only the query was embedded: the memories came from their blobs
+    again.close()
+
+    bare = MemoryBank(path)  # no embedder: vector queries still work, text queries and writes do not
+    q = HashEmbedder().encode(["meeting room C"])[0]
+    assert [(m.memory_id, round(s, 6)) for m, s in bare.search("ops", q, 5)] == expected
+    with pytest.raises(BankError, match="embedder"):
+        bare.search("ops", "meeting", 5)
+    with pytest.raises(BankError, match="embedder"):
+        bare.apply_group(group("ops", "g9", 99, ("z", "team", "x")))
+    bare.close()
+
+    with pytest.raises(EmbedderMismatch, match="hash-64"):
+        MemoryBank(path, HashEmbedder(name="other-model"))
+    with pytest.raises(EmbedderMismatch):
+        MemoryBank(path, HashEmbedder(dim=32))
+
+
+def test_a_bank_written_without_an_embedder_is_embedded_when_opened_with_one(tmp_path):
+    path = tmp_path / "plain.sqlite"
+    with MemoryBank(path) as plain:
+        stream(plain)
+        assert plain.dim is None and plain.stats("ops")["revised"] == 1
+        with pytest.raises(BankError, match="no embeddings"):
+            plain.search("ops", np.ones(64, np.float32) / 8, 3)
+    with MemoryBank(tmp_path / "direct.sqlite", HashEmbedder()) as direct:
+        stream(direct)
+        expected = [(m.memory_id, round(s, 6)) for m, s in direct.search("ops", "meeting room C", 5)]
+    with MemoryBank(path, HashEmbedder()) as embedded:  # backfilled from the maintained texts
+        assert [(m.memory_id, round(s, 6)) for m, s in embedded.search("ops", "meeting room C", 5)] == expected
+        assert embedded.stats("ops")["embedder"] == "hash-64"
+
+
+def test_threads_share_one_bank(bank):
+    bank.apply_group(G1)
+    errors: list[BaseException] = []
+
+    def reader():
+        try:
+            for _ in range(30):
+                assert bank.search("ops", "weekly meeting", 3)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(5):
+        bank.apply_group(group("ops", f"t{i}", 10 + i, (f"t{i}", "individual", f"meeting note {i}")))
+    for t in threads:
+        t.join()
+    assert not errors and bank.stats("ops")["memories"] == 7
+
+
+def test_real_minilm_bank(tmp_path, embedder):
+    bank = MemoryBank(tmp_path / "real.sqlite", embedder)
+    stream(bank)
+    top, score = bank.search("ops", "Where does the weekly meeting take place?", 1, types=["team"])[0]
+    assert top.memory_id in {"m1", "m2", "m3"} and 0 < score <= 1.0001
+    assert top.embedding.shape == (embedder.dim,)
+    then = bank.search("ops", "Where does the weekly meeting take place?", 2, as_of=G1.time, types=["team"])
+    assert [m.maintained for m, _ in then] == [G1.memories[0].content]
+    bank.close()
+    reopened = MemoryBank(tmp_path / "real.sqlite", embedder)
+    assert reopened.search("ops", "chairs for the lab", 1)[0][0].memory_id == "i2"
+    reopened.close()
