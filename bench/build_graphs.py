@@ -45,6 +45,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 
 MB = 1024 * 1024
+NOISE_LIMIT = 0.2  # cores other processes may use before a figure is flagged
 
 
 # -- memory ------------------------------------------------------------------------------------
@@ -96,10 +97,7 @@ class ProcessSampler:
 
     def _cpu_mark(self) -> tuple[float, float, float]:
         """(wall, busy CPU-seconds of the whole machine, CPU-seconds of this process tree so far)."""
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
-        return time.perf_counter(), busy, sum(self._cpu_seen.values())
+        return time.perf_counter(), machine_busy_cpu_s(), sum(self._cpu_seen.values())
     def _classify(self, proc: Any) -> str:
         kind = self._kind.get(proc.pid)
         if kind:
@@ -149,6 +147,24 @@ class ProcessSampler:
             self.sample()
 
 
+def machine_busy_cpu_s() -> float:
+    """CPU-seconds the whole machine has been busy since boot (all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(max_wait_s: float, threshold: float = 0.15, quiet_for: int = 3, window_s: float = 2.0) -> float:
+    """Wait (up to ``max_wait_s``) until the machine has kept under ``threshold`` cores busy
+    for ``quiet_for`` windows in a row; return the seconds waited."""
+    t0, streak = time.perf_counter(), 0
+    while streak < quiet_for and time.perf_counter() - t0 < max_wait_s:
+        before = machine_busy_cpu_s()
+        time.sleep(window_s)
+        streak = streak + 1 if (machine_busy_cpu_s() - before) / window_s < threshold else 0
+    return time.perf_counter() - t0
+
+
 def driver_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
@@ -156,11 +172,25 @@ def driver_peak_mb() -> float:
 # -- helpers -----------------------------------------------------------------------------------
 
 
+def own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 @contextmanager
-def timed(into: dict[str, float], key: str) -> Iterator[None]:
-    t = time.perf_counter()
+def timed(into: dict[str, float], key: str, noise: dict[str, float] | None = None,
+          cpu: dict[str, float] | None = None) -> Iterator[None]:
+    """Wall seconds of the block into ``into[key]``; with ``noise``, also the cores the rest of the
+    machine kept busy meanwhile (this process's CPU taken out); with ``cpu``, this process's CPU-seconds."""
+    t, busy, own = time.perf_counter(), machine_busy_cpu_s(), own_cpu_s()
     yield
-    into[key] = time.perf_counter() - t
+    wall = time.perf_counter() - t
+    into[key] = wall
+    used = own_cpu_s() - own
+    if noise is not None:
+        noise[key] = max(0.0, (machine_busy_cpu_s() - busy) - used) / wall if wall else 0.0
+    if cpu is not None:
+        cpu[key] = used
 
 
 def limited_corpus(corpus: Path, limit: int | None, out: Path) -> Path:
@@ -236,6 +266,8 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
     threads = set_torch_threads(settings.models.torch_threads)  # as every actor does
     loads: dict[str, float] = {}
     secs: dict[str, float] = {}
+    noise: dict[str, float] = {}  # cores other processes used during each stage
+    cpu: dict[str, float] = {}  # CPU-seconds each stage used
     root, files = list_input_files(corpus)
     docs, _ = read_files(files, root, settings.pipeline.max_document_mb)
 
@@ -243,7 +275,7 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
         tokenizer = load_tokenizer(settings.models.embedder)
     chunk_batch(tokenizer, {"doc_id": [d.doc_id for d in docs[:8]], "text": [d.text for d in docs[:8]]},
                 settings.chunking.size, settings.chunking.overlap)  # warm-up
-    with timed(secs, "chunking"):
+    with timed(secs, "chunking", noise, cpu):
         chunks = chunk_batch(tokenizer, {"doc_id": [d.doc_id for d in docs], "text": [d.text for d in docs]},
                              settings.chunking.size, settings.chunking.overlap)
     texts = chunks["text"]
@@ -251,18 +283,18 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
     with timed(loads, "spacy"):
         extractor = make_extractor(settings)
     extractor.extract(texts[:16])  # warm-up
-    with timed(secs, "spacy_extract"):
+    with timed(secs, "spacy_extract", noise, cpu):
         extractions = extractor.extract(texts)
 
     with timed(loads, "embedder"):
         embedder = load_embedder(settings)
     embedder.encode(texts[:16])  # warm-up
-    with timed(secs, "embed_chunks"):
+    with timed(secs, "embed_chunks", noise, cpu):
         embedder.encode(texts)
     ent_texts, rel_texts = graph_texts(graph_dir)
-    with timed(secs, "embed_entities"):
+    with timed(secs, "embed_entities", noise, cpu):
         embedder.encode(ent_texts)
-    with timed(secs, "embed_relations"):
+    with timed(secs, "embed_relations", noise, cpu):
         embedder.encode(rel_texts)
 
     items = {"chunking": len(docs), "spacy_extract": len(texts), "embed_chunks": len(texts),
@@ -270,7 +302,7 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
     units = {"chunking": "docs", "spacy_extract": "chunks", "embed_chunks": "chunks",
              "embed_entities": "texts", "embed_relations": "texts"}
     return {
-        "seconds": secs, "items": items, "units": units, "loads_s": loads, "torch_threads": threads,
+        "seconds": secs, "cpu_s": cpu, "other_cores": noise, "items": items, "units": units, "loads_s": loads, "torch_threads": threads,
         "chunks": len(texts), "chunk_ids": chunks["chunk_id"], "tokens": int(sum(chunks["n_tokens"])),
         "mentions": sum(len(e.entities) for e in extractions),
         "text_chars": {"entities": sum(map(len, ent_texts)), "relations": sum(map(len, rel_texts))},
@@ -281,12 +313,13 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
 def run_recall(settings: Any, embedder: Any, graph_dir: Path, questions_path: Path, corpus: Path,
                ks: tuple[int, ...]) -> dict[str, Any]:
     from memgraft.eval.musique import PassageIds, evaluate_retrieval, load_questions
+    from memgraft.graph.folder import GraphFolder
     from memgraft.graph.store import GraphStore
 
     questions = load_questions(questions_path)
     ids = PassageIds.from_corpus(corpus)
     store = GraphStore.load(str(graph_dir), embedder)
-    in_graph = {r["doc_id"] for r in store._rows["chunks"]}
+    in_graph = set(GraphFolder(str(graph_dir)).read_table("chunks", ["doc_id"]).column("doc_id").to_pylist())
     gold = [ids.gold(q) for q in questions]
     vecs = embedder.encode([q.question for q in questions])
     out = evaluate_retrieval(store, questions, ids, ks=ks, top_entities=settings.hgmem.top_entities, query_vectors=vecs)
@@ -310,20 +343,27 @@ def print_tables(result: dict[str, Any]) -> None:
 
     t = Table(title=f"graph build on {result['corpus_name']}: {p['docs']} docs, {p['chunks']} chunks, "
                     f"{p['tokens']:,} tokens; {p['counts']['entities']:,} entities, {p['counts']['relations']:,} relations")
-    for col in ("stage", "items", "seconds", "rate", "share of end-to-end"):
+    for col in ("stage", "items", "seconds", "rate", "share of end-to-end", "noise"):
         t.add_column(col, justify="left" if col == "stage" else "right")
     t.add_row("[bold]pipeline end to end (Ray)", f"{p['chunks']} chunks", f"{e2e:.1f}",
-              f"{p['chunks'] / e2e:.1f} chunks/s, {p['tokens'] / e2e:,.0f} tok/s", "1.00")
+              f"{p['chunks'] / e2e:.1f} chunks/s, {p['tokens'] / e2e:,.0f} tok/s", "1.00",
+              f"{result['cpu']['pipeline']['other_cores']:.2f}")
     for k, v in p["phases"].items():
-        t.add_row(f"  pipeline: {k}", "", f"{v:.1f}", "", f"{v / e2e:.2f}")
+        t.add_row(f"  pipeline: {k}", "", f"{v:.1f}", "", f"{v / e2e:.2f}", "")
     t.add_section()
     for k, v in b["seconds"].items():
         n = b["items"][k]
-        t.add_row(f"bare: {k}", f"{n} {b['units'][k]}", f"{v:.1f}", f"{n / v:.1f} {b['units'][k]}/s", f"{v / e2e:.2f}")
+        t.add_row(f"bare: {k}", f"{n} {b['units'][k]}", f"{v:.1f}", f"{n / v:.1f} {b['units'][k]}/s", f"{v / e2e:.2f}",
+                  f"{b['other_cores'][k]:.2f}")
     t.add_row("[bold]bare: sum", "", f"{result['bare_sum_s']:.1f}",
               f"{p['chunks'] / result['bare_sum_s']:.1f} chunks/s, {p['tokens'] / result['bare_sum_s']:,.0f} tok/s",
-              f"{result['bare_sum_s'] / e2e:.2f}")
+              f"{result['bare_sum_s'] / e2e:.2f}", "")
     con.print(t)
+    con.print("noise: cores that processes outside this run kept busy meanwhile (of "
+              f"{result['pipeline']['cluster_cpus']:g}); figures taken under noise are not comparable")
+    if result["noisy"]:
+        con.print(f"[bold red]warning: other processes used over {NOISE_LIMIT} cores during: {', '.join(result['noisy'])}; "
+                  "rerun on a quiet machine (--wait-quiet) before trusting the ratios")
 
     eff = result["efficiency"]
     et = Table(title="efficiency: bare seconds / pipeline seconds (1.00 = Ray costs nothing)")
@@ -333,6 +373,8 @@ def print_tables(result: dict[str, Any]) -> None:
     et.add_row("bare chunking+spaCy+embed chunks / pipeline chunk_extract_embed", f"{eff['chunk_extract_embed']:.2f}")
     et.add_row("bare embed entities+relations / pipeline embed_graph", f"{eff['embed_graph']:.2f}")
     et.add_row("bare sum / (end to end - the driver's read, merge, index, write)", f"{eff['ray_part']:.2f}")
+    et.add_row(f"CPU-seconds: bare {sum(b['cpu_s'].values()):.0f} / pipeline's processes "
+               f"{result['cpu']['pipeline']['own_cpu_s']:.0f}", f"{eff['cpu']:.2f}")
     con.print(et)
 
     loads = ", ".join(f"{k} {v:.1f} s" for k, v in b["loads_s"].items())
@@ -382,6 +424,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray; 'auto' joins a running one")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="first wait up to this long for the rest of the machine to go idle (shared machines)")
     parser.add_argument("--ray-stats", action="store_true", help="also print Ray Data's stats of each dataset the build runs")
     args = parser.parse_args(argv)
 
@@ -393,6 +437,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     graph_dir = out / "graph"
     corpus = limited_corpus(args.corpus, args.limit, out)
 
+    if args.wait_quiet:
+        waited = wait_quiet(args.wait_quiet)
+        print(f"waited {waited:.0f} s for a quiet machine", file=sys.stderr)
     sampler = ProcessSampler().start()
     sampler.set_phase("ray_init")
     import ray
@@ -434,6 +481,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "chunk_extract_embed": (secs["chunking"] + secs["spacy_extract"] + secs["embed_chunks"]) / phases["chunk_extract_embed"],
             "embed_graph": (secs["embed_entities"] + secs["embed_relations"]) / phases["embed_graph"],
             "ray_part": bare_sum / max(1e-9, pipeline["seconds"] - driver_side),
+            # less sensitive to other processes than wall time: the work done, not the time waited
+            "cpu": sum(bare["cpu_s"].values()) / max(1e-9, sampler.cpu["pipeline"]["own_cpu_s"]),
         },
         "rates": {"pipeline_chunks_per_s": pipeline["chunks"] / pipeline["seconds"],
                   "pipeline_tokens_per_s": pipeline["tokens"] / pipeline["seconds"],
@@ -446,6 +495,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if bare["chunks"] != pipeline["chunks"]:
         print(f"warning: bare chunking made {bare['chunks']} chunks, the pipeline {pipeline['chunks']}", file=sys.stderr)
+    result["noisy"] = [f"bare {k}" for k, v in bare["other_cores"].items() if v > NOISE_LIMIT]
+    if sampler.cpu["pipeline"]["other_cores"] > NOISE_LIMIT:
+        result["noisy"].insert(0, "pipeline")
     result["same_chunks"] = bare["chunks"] == pipeline["chunks"] and len(set(chunk_ids)) == pipeline["counts"]["chunks"]
     print_tables(result)
     for i, s in enumerate(pipeline["ray_stats"]):

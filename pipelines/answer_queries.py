@@ -45,7 +45,11 @@ class QuestionWorker:
         from memgraft.models.embedder import load_embedder
 
         self.settings = settings
-        self.store = GraphStore.load(graph, load_embedder(settings))
+        # One torch thread for query embeddings: many questions share this process and
+        # the CPU, and a short query on 2 threads of a busy machine is ~25x slower.
+        query_settings = settings.model_copy(deep=True)
+        query_settings.models.torch_threads = 1
+        self.store = GraphStore.load(graph, load_embedder(query_settings))
         if llm is None:  # an OpenAI-compatible server: each worker is a client of it
             from memgraft.models.llm import load_llm
 
@@ -131,18 +135,21 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     per_worker = math.ceil(in_flight_cap / workers)
     pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker)
             .remote(graph, settings, llm) for _ in range(workers)]
-    pending: dict[Any, dict[str, Any]] = {}
+    pending: dict[Any, tuple[dict[str, Any], int]] = {}
+    load = [0] * len(pool)  # questions in flight per worker: each new one goes to the least loaded
     counts = {"answered": 0, "failed": 0, "tokens": 0}
     queue = list(todo)
     with answers.open("a", encoding="utf-8") as sink:
         while queue or pending:
             while queue and len(pending) < in_flight_cap:
                 q = queue.pop(0)
-                worker = pool[len(pending) % len(pool)]
-                pending[worker.answer.remote(q, method, str(out / "traces"))] = q
+                i = min(range(len(pool)), key=load.__getitem__)
+                load[i] += 1
+                pending[pool[i].answer.remote(q, method, str(out / "traces"))] = (q, i)
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                q = pending.pop(ref)
+                q, i = pending.pop(ref)
+                load[i] -= 1
                 try:
                     row = ray.get(ref)
                 except ray.exceptions.RayError as err:  # the worker died: record it, go on

@@ -3,15 +3,23 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memgraft.config import load_settings
+from memgraft.config import Settings, load_settings
 
 
-def test_local_profile_holds_the_papers_numbers():
-    s = load_settings("local")
+def test_defaults_hold_the_papers_numbers():
+    s = Settings()
     assert (s.chunking.size, s.chunking.overlap) == (200, 50)
     h = s.hgmem
     assert (h.top_entities, h.relations_per_entity, h.top_chunks, h.max_chunks_per_step, h.max_steps) == (20, 5, 10, 50, 3)
     assert (s.generation.temperature, s.generation.max_new_tokens) == (0.8, 2048)
+
+
+def test_local_profile_keeps_the_method_and_sizes_prompts_for_a_cpu():
+    s = load_settings("local")
+    assert (s.chunking.size, s.chunking.overlap, s.hgmem.top_entities, s.hgmem.max_steps) == (200, 50, 20, 3)
+    assert s.generation.temperature == 0.8
+    # SmolLM2 on 2 cores: shorter generations and prompts than the paper's 2,048 / 6,000 tokens
+    assert s.generation.max_new_tokens == 512 and s.hgmem.answer_context_tokens == 1200
     assert s.models.embedder.startswith("bundled:")
 
 

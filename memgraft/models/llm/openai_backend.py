@@ -52,6 +52,7 @@ class OpenAICompatibleLLM:
         api_key: str | None = None,
         timeout_s: float = 600.0,
         concurrency: int = 4,
+        max_connections: int | None = None,
         temperature: float = 0.8,
         max_new_tokens: int = 2048,
         retries: int = 3,
@@ -69,7 +70,10 @@ class OpenAICompatibleLLM:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             timeout=timeout_s, headers=headers,
-            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            # The pool is shared by every thread of a process (a driver worker runs many
+            # questions at once), so it may be wider than one batch's fan-out.
+            limits=httpx.Limits(max_connections=max(self.concurrency, max_connections or 0),
+                                max_keepalive_connections=max(self.concurrency, max_connections or 0)),
         )
 
     @classmethod
@@ -81,6 +85,7 @@ class OpenAICompatibleLLM:
             m.llm_base_url, display_name(m.llm),
             api_key=os.environ.get(m.llm_api_key_env) if m.llm_api_key_env else None,
             timeout_s=m.llm_timeout_s, concurrency=m.llm_batch_size,
+            max_connections=max(m.llm_batch_size, settings.hgmem.max_in_flight),
             temperature=g.temperature, max_new_tokens=g.max_new_tokens,
             sampling={"top_p": g.top_p, **({"top_k": g.top_k} if g.top_k else {}),
                       **({"repetition_penalty": g.repetition_penalty} if g.repetition_penalty != 1.0 else {})},

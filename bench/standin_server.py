@@ -1,0 +1,404 @@
+"""A stand-in OpenAI-compatible LLM server for benchmarks: schema-valid JSON after a fixed delay.
+
+A benchmark double (it lives in ``bench/``, not in the library). ``POST
+/v1/chat/completions`` reads ``response_format.json_schema.schema``, waits
+``delay_s`` with ``asyncio.sleep`` (so thousands of requests can wait at once at
+no cost), and answers one JSON object valid for that schema. HGMem's five
+output models are recognised by their properties and answered so that the
+reasoning loop does real work, deterministically from the prompt alone:
+
+- ``Evolution`` / ``InsertOnly``: insert one point joining the first two entity
+  names listed under ``Entities:`` in the prompt (not already in memory), and
+  (``Evolution``) update the first memory point shown, if any;
+- ``Merging``: merge the first two active memory points into one whose
+  description starts with ``merged:``;
+- ``SufficiencyJudgement``: sufficient once memory shows a ``merged:`` point,
+  otherwise not, with one global concern;
+- ``Answer``: the first entity named in memory (else ``unknown``).
+
+So an ``hgmem`` question runs: evolve (step 0), judge, evolve, merge (step 1),
+judge (sufficient), answer: 6 calls; ``naive`` and ``graph`` make 1. Any other
+schema gets a minimal instance built from the schema itself.
+
+``usage`` counts **whitespace-separated words**, not model tokens: prompt =
+words of every message's content, completion = words of the JSON answer.
+With ``tokenizer=`` (a Hugging Face tokenizer folder) it counts that model's
+tokens instead, the way the transformers backend does (the chat template with
+the generation prompt, then the answer's tokens).
+
+``GET /stats`` reports requests served, the peak number waiting at once and
+counts per schema. Use it as a context manager; it runs in a background thread
+(``Standin(process=False)``) or a subprocess (``process=True``, so its CPU work
+takes no GIL from the caller), stops on exit, and stops by itself after
+``max_seconds`` (a bound, in case the caller forgets). As a script:
+
+    python bench/standin_server.py --delay 0.5 [--port 0] [--max-seconds 3600] [--tokenizer DIR]
+
+prints ``PORT <n>`` once listening, and exits when stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+ENTITY_LINE = re.compile(r"^- (.+?) \([^()]*\): ", re.M)
+POINT_LINE = re.compile(r"^\[(p\d+)\] (.*) \(entities: (.*)\)$", re.M)
+FALLBACK_NAMES = ("Stand-in Alpha", "Stand-in Beta")
+
+
+def words(text: str) -> int:
+    """The stand-in's token count: whitespace-separated words."""
+    return len(text.split())
+
+
+# -- reading the prompt ---------------------------------------------------------------------------
+
+
+def _section(prompt: str, head: str) -> str:
+    """The text after ``head`` up to the next blank line (HGMem's prompts separate sections so)."""
+    at = prompt.find(head)
+    if at < 0:
+        return ""
+    rest = prompt[at + len(head):]
+    end = rest.find("\n\n")
+    return rest if end < 0 else rest[:end]
+
+
+def memory_points(prompt: str) -> list[tuple[str, str, list[str]]]:
+    """(point id, description, entity names) of each memory point the prompt shows."""
+    mem = _section(prompt, "Current memory:\n") or _section(prompt, "Memory:\n")
+    return [(m.group(1), m.group(2), [n.strip() for n in m.group(3).split(",") if n.strip()])
+            for m in POINT_LINE.finditer(mem)]
+
+
+def evidence_entities(prompt: str) -> list[str]:
+    return list(dict.fromkeys(ENTITY_LINE.findall(_section(prompt, "Entities:\n"))))
+
+
+def question_of(prompt: str) -> str:
+    first = prompt.split("\n", 1)[0]
+    return first[len("Question: "):] if first.startswith("Question: ") else first
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def hgmem_answer(kind: str, prompt: str) -> dict[str, Any]:
+    points = memory_points(prompt)
+    if kind == "SufficiencyJudgement":
+        if any(d.startswith("merged:") for _, d, _ in points):
+            return {"sufficient": True, "concerns": []}
+        return {"sufficient": False, "concerns": [
+            {"kind": "global", "point_ids": [], "subquery": _clip(f"more about {question_of(prompt)}", 200)}]}
+    if kind in ("Evolution", "InsertOnly"):
+        in_memory = {n.casefold() for _, _, names in points for n in names}
+        fresh = [n for n in evidence_entities(prompt) if n.casefold() not in in_memory]
+        names = (fresh + [n for n in FALLBACK_NAMES if n.casefold() not in in_memory])[:2]
+        if len(names) < 2:  # both fallbacks already in memory: tag them with the step
+            names = [f"{n} {len(points)}" for n in FALLBACK_NAMES]
+        out: dict[str, Any] = {"inserts": [
+            {"description": _clip(f"{names[0]} is linked to {names[1]}.", 400), "entities": names}]}
+        if kind == "Evolution":
+            out = {"updates": [{"point_id": pid, "description": _clip(f"{desc} (confirmed)", 400), "entities": []}
+                               for pid, desc, _ in points[:1] if not desc.startswith("merged:")], **out}
+        return out
+    if kind == "Merging":
+        if len(points) < 2:
+            return {"merges": []}
+        (a, da, _), (b, db, _) = points[:2]
+        return {"merges": [{"point_ids": [a, b], "description": _clip(f"merged: {da} {db}", 500)}]}
+    if kind == "Answer":
+        names = [n for _, _, ns in points for n in ns] or evidence_entities(prompt)
+        return {"answer": _clip(names[0], 400) if names else "unknown"}
+    raise KeyError(kind)
+
+
+KINDS = {  # HGMem's output models, by their property sets (titles can be renamed; shapes cannot)
+    frozenset({"sufficient", "concerns"}): "SufficiencyJudgement",
+    frozenset({"updates", "inserts"}): "Evolution",
+    frozenset({"inserts"}): "InsertOnly",
+    frozenset({"merges"}): "Merging",
+    frozenset({"answer"}): "Answer",
+}
+
+
+def schema_kind(schema: dict[str, Any] | None) -> str:
+    if not schema:
+        return "none"
+    return KINDS.get(frozenset(schema.get("properties", {})), str(schema.get("title") or "other"))
+
+
+def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """A small instance of a JSON schema (objects: required properties; arrays: minItems)."""
+    root = root or schema
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        node: Any = root
+        for part in ref.lstrip("#/").split("/"):
+            node = node[part]
+        return minimal_instance(node, root)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return minimal_instance(schema[key][0], root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: minimal_instance(props[k], root) for k in schema.get("required", []) if k in props}
+    if kind == "array":
+        return [minimal_instance(schema.get("items", {}), root) for _ in range(schema.get("minItems", 0))]
+    if kind == "string":
+        return "x" * max(1, schema.get("minLength", 1))
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    return None
+
+
+def answer_for(schema: dict[str, Any] | None, messages: list[dict[str, Any]]) -> tuple[str, Any]:
+    kind = schema_kind(schema)
+    prompt = str(messages[-1].get("content", "")) if messages else ""
+    try:
+        return kind, hgmem_answer(kind, prompt)
+    except KeyError:
+        if schema is None:
+            return kind, "stand-in answer"
+        return kind, minimal_instance(schema)
+
+
+# -- the server -----------------------------------------------------------------------------------
+
+
+class _Counter:
+    """Token counts for ``usage``: whitespace words, or a real tokenizer's tokens."""
+
+    def __init__(self, tokenizer: str | None = None):
+        self.kind = "whitespace words"
+        self._tok = None
+        if tokenizer:
+            from transformers import AutoTokenizer
+
+            self._tok = AutoTokenizer.from_pretrained(tokenizer)
+            self.kind = f"tokens of {Path(tokenizer).name}"
+
+    def prompt(self, messages: list[dict[str, Any]]) -> int:
+        if self._tok is None:
+            return sum(words(str(m.get("content", ""))) for m in messages)
+        text = self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return len(self._tok(text, add_special_tokens=False)["input_ids"])
+
+    def completion(self, text: str) -> int:
+        if self._tok is None:
+            return words(text)
+        return len(self._tok(text, add_special_tokens=False)["input_ids"]) + 1  # + the end-of-turn token
+
+
+class _State:
+    def __init__(self, delay_s: float, tokenizer: str | None = None):
+        self.delay_s = delay_s
+        self.count = _Counter(tokenizer)
+        self.requests = 0
+        self.waiting = 0
+        self.peak_waiting = 0
+        self.by_schema: Counter[str] = Counter()
+        self.first_at: float | None = None
+        self.last_at: float | None = None
+
+
+def make_app(delay_s: float, tokenizer: str | None = None) -> web.Application:
+    state = _State(delay_s, tokenizer)
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        messages = body.get("messages") or []
+        fmt = body.get("response_format") or {}
+        schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else None
+        state.requests += 1
+        state.first_at = state.first_at or time.time()
+        state.waiting += 1
+        state.peak_waiting = max(state.peak_waiting, state.waiting)
+        try:
+            await asyncio.sleep(state.delay_s)
+        finally:
+            state.waiting -= 1
+        kind, value = answer_for(schema, messages)
+        state.by_schema[kind] += 1
+        state.last_at = time.time()
+        text = value if isinstance(value, str) else json.dumps(value)
+        prompt_tokens, completion_tokens = state.count.prompt(messages), state.count.completion(text)
+        return web.json_response({
+            "id": f"standin-{state.requests}", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "standin"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })
+
+    async def stats(_: web.Request) -> web.Response:
+        return web.json_response({"delay_s": state.delay_s, "counts": state.count.kind, "requests": state.requests, "waiting": state.waiting,
+                                  "peak_waiting": state.peak_waiting, "by_schema": dict(state.by_schema),
+                                  "first_at": state.first_at, "last_at": state.last_at})
+
+    async def reset(_: web.Request) -> web.Response:
+        state.requests = state.peak_waiting = 0
+        state.by_schema.clear()
+        state.first_at = state.last_at = None
+        return web.json_response({"ok": True})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/chat/completions", chat)
+    app.router.add_get("/stats", stats)
+    app.router.add_post("/stats/reset", reset)
+    return app
+
+
+async def _serve(delay_s: float, port: int, ready: Any, stop: asyncio.Event, max_seconds: float,
+                 tokenizer: str | None = None) -> None:
+    runner = web.AppRunner(make_app(delay_s, tokenizer), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096)
+    await site.start()
+    ready(site._server.sockets[0].getsockname()[1])  # the port actually bound (port 0: a free one)
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=max_seconds)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        await runner.cleanup()
+
+
+class Standin:
+    """``with Standin(delay_s=0.5) as s: s.base_url`` -> ``http://127.0.0.1:PORT/v1``."""
+
+    def __init__(self, delay_s: float = 0.5, *, process: bool = False, max_seconds: float = 3600.0,
+                 start_timeout_s: float = 60.0, tokenizer: str | None = None):
+        self.delay_s = delay_s
+        self.tokenizer = tokenizer
+        self.process = process
+        self.max_seconds = max_seconds
+        self.start_timeout_s = start_timeout_s
+        self.port: int | None = None
+        self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(f"http://127.0.0.1:{self.port}/stats", timeout=10).json()
+
+    def reset_stats(self) -> None:
+        import httpx
+
+        httpx.post(f"http://127.0.0.1:{self.port}/stats/reset", timeout=10)
+
+    def __enter__(self) -> "Standin":
+        if self.process:
+            self._proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), "--delay", str(self.delay_s),
+                 "--max-seconds", str(self.max_seconds), *(["--tokenizer", self.tokenizer] if self.tokenizer else [])],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            line = self._proc.stdout.readline()  # type: ignore[union-attr]
+            if not line.startswith("PORT "):
+                self._proc.kill()
+                raise RuntimeError(f"stand-in server did not start (said {line!r})")
+            self.port = int(line.split()[1])
+            return self
+        got = threading.Event()
+
+        def ready(port: int) -> None:
+            self.port = port
+            got.set()
+
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._stop = asyncio.Event()
+            try:
+                self._loop.run_until_complete(
+                    _serve(self.delay_s, 0, ready, self._stop, self.max_seconds, self.tokenizer))
+            except BaseException as err:  # noqa: BLE001 - handed to the caller below
+                failed.append(err)
+                got.set()
+            finally:
+                self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="standin-server", daemon=True)
+        self._thread.start()
+        if not got.wait(self.start_timeout_s) or failed:
+            raise RuntimeError(f"stand-in server did not start: {failed[0] if failed else 'timed out'}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            try:
+                self._proc.stdin.close()  # type: ignore[union-attr]
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+        if self._thread is not None and self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout=10)
+            self._thread = None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--delay", type=float, default=0.5, help="seconds every answer waits")
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")
+    parser.add_argument("--tokenizer", default=None, help="count usage in this tokenizer's tokens (a folder)")
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+
+        def ready(port: int) -> None:
+            print(f"PORT {port}", flush=True)
+
+        def watch_stdin() -> None:  # the parent closed stdin (or died): stop
+            sys.stdin.read()
+            loop.call_soon_threadsafe(stop.set)
+
+        threading.Thread(target=watch_stdin, daemon=True).start()
+        await _serve(args.delay, args.port, ready, stop, args.max_seconds, args.tokenizer)
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
