@@ -19,7 +19,11 @@
 4. Recall@2/@5 of MuSiQue's supporting passages for dense chunk search and for
    entity-to-chunk graph retrieval over the graph just built.
 
-The machine is noisy, which is why every figure comes from the same run.
+The machine is noisy, which is why every figure comes from the same run, why
+the CPU other processes use is reported beside each figure (``--wait-quiet``
+waits for an idle machine first), and why the local Ray's workers run at the
+bare stages' niceness (0; Ray's default 15 would let any other load on the
+machine slow the pipeline far more than the bare stages).
 Figures are printed and written to ``<out>/bench_build_graphs.json``.
 """
 
@@ -424,6 +428,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray; 'auto' joins a running one")
+    parser.add_argument("--worker-niceness", type=int, default=0,
+                        help="niceness of the local Ray's workers (Ray's default is 15; 0 puts them level with the "
+                             "bare stages, which run in this process, so other load slows both alike)")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="first wait up to this long for the rest of the machine to go idle (shared machines)")
     parser.add_argument("--ray-stats", action="store_true", help="also print Ray Data's stats of each dataset the build runs")
@@ -444,6 +451,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sampler.set_phase("ray_init")
     import ray
 
+    if args.ray_address == "local":
+        os.environ["RAY_worker_niceness"] = str(args.worker_niceness)
     t = time.perf_counter()
     # A Ray of its own (address="local"), not a cluster some other job left running.
     ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=True, configure_logging=False)

@@ -145,7 +145,12 @@ def embed_texts(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
     if not texts:
         return np.zeros((0, dim), np.float32)
     unique, inverse = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
-    return _embed_unique(settings, unique.tolist(), dim)[inverse]
+    # Sorted by length, each batch pads to texts of about its own length (a batch is
+    # padded to its longest text; unsorted, that nearly doubles the encoder's work).
+    by_length = np.argsort([len(t) for t in unique], kind="stable")
+    vecs = np.empty((len(unique), dim), np.float32)
+    vecs[by_length] = _embed_unique(settings, unique[by_length].tolist(), dim)
+    return vecs[inverse]
 
 
 def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
