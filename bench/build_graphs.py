@@ -6,7 +6,8 @@
 1. The pipeline (``pipelines.build_graphs.run_build``) on a local Ray started
    beforehand (its start-up is reported apart): wall seconds, chunks/s, tokens/s.
 2. The bare stages on the same texts, in this process, without Ray, each alone,
-   after a small warm-up, with the torch threads the pipeline's actors set:
+   after a small warm-up, with the torch threads the pipeline's actors set
+   (``--bare-threads`` to change):
    chunking; the spaCy extractor (``nlp.pipe`` plus its mention rules) over the
    chunks; ``SentenceTransformer.encode`` of the chunks, of the entity texts and
    of the relation texts the build embedded (distinct texts, as the build
@@ -260,14 +261,15 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
     }
 
 
-def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
+def run_bare(settings: Any, corpus: Path, graph_dir: Path, threads: int | None = None) -> dict[str, Any]:
     from memgraft.graph.extractors import make_extractor
     from memgraft.models.embedder import load_embedder, load_tokenizer
     from memgraft.models.threads import set_torch_threads
     from memgraft.text.chunking import chunk_batch
     from memgraft.text.documents import list_input_files, read_files
 
-    threads = set_torch_threads(settings.models.torch_threads)  # as every actor does
+    wanted = settings.models.torch_threads if threads is None else threads  # by default as every actor does
+    threads = set_torch_threads(wanted)
     loads: dict[str, float] = {}
     secs: dict[str, float] = {}
     noise: dict[str, float] = {}  # cores other processes used during each stage
@@ -292,6 +294,7 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path) -> dict[str, Any]:
 
     with timed(loads, "embedder"):
         embedder = load_embedder(settings)
+    set_torch_threads(wanted)  # the loader set the settings' count
     embedder.encode(texts[:16])  # warm-up
     with timed(secs, "embed_chunks", noise, cpu):
         embedder.encode(texts)
@@ -385,7 +388,8 @@ def print_tables(result: dict[str, Any]) -> None:
     con.print(f"Ray start-up (not in end to end): {result['ray_init_s']:.1f} s on {p['cluster_cpus']:g} CPUs; "
               f"bare model loads (not in bare sum): {loads}; torch threads in bare stages: {b['torch_threads']}; "
               f"settings: embedder {result['settings']['embedder_dtype']}, actors extract/embed "
-              f"{result['settings']['extract_actors']}/{result['settings']['embed_actors']}")
+              f"{result['settings']['extract_actors']}/{result['settings']['embed_actors']}; bare chunks identical "
+              f"to the pipeline's: {'yes' if result['same_chunks'] else 'NO'}")
 
     mt = Table(title="peak memory (MiB, RSS)")
     for col in ("phase", "driver+Ray total", "driver", "Ray workers (sum)", "largest worker", "Ray system"):
@@ -428,6 +432,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray; 'auto' joins a running one")
+    parser.add_argument("--bare-threads", type=int, default=None,
+                        help="torch threads for the bare stages (default: models.torch_threads, as the actors; 0 = all CPUs)")
     parser.add_argument("--worker-niceness", type=int, default=0,
                         help="niceness of the local Ray's workers (Ray's default is 15; 0 puts them level with the "
                              "bare stages, which run in this process, so other load slows both alike)")
@@ -465,7 +471,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ray.shutdown()  # the bare stages run alone
 
     sampler.set_phase("bare")
-    bare = run_bare(settings, corpus, graph_dir)
+    bare = run_bare(settings, corpus, graph_dir, args.bare_threads)
     sampler.set_phase("recall")
     embedder = bare.pop("embedder")
     recall = run_recall(settings, embedder, graph_dir, args.questions, args.corpus, (2, 5))  # ids from the whole file
@@ -498,16 +504,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   "bare_chunks_per_s": pipeline["chunks"] / bare_sum, "bare_tokens_per_s": pipeline["tokens"] / bare_sum},
         "memory": {"driver_peak_mb": driver_peak_mb(), "sampled": sampler.peaks, "interval_s": sampler.interval_s,
                    "what": "RSS; 'total' is the driver plus every process under it (Ray's GCS, raylet, workers); "
-                           "shared pages count once per process"},
+                           "a page shared by several processes counts in each"},
         "cpu": sampler.cpu,
         "recall": recall,
     }
-    if bare["chunks"] != pipeline["chunks"]:
-        print(f"warning: bare chunking made {bare['chunks']} chunks, the pipeline {pipeline['chunks']}", file=sys.stderr)
     result["noisy"] = [f"bare {k}" for k, v in bare["other_cores"].items() if v > NOISE_LIMIT]
     if sampler.cpu["pipeline"]["other_cores"] > NOISE_LIMIT:
         result["noisy"].insert(0, "pipeline")
-    result["same_chunks"] = bare["chunks"] == pipeline["chunks"] and len(set(chunk_ids)) == pipeline["counts"]["chunks"]
+    from memgraft.graph.folder import GraphFolder
+
+    built = GraphFolder(str(graph_dir)).read_table("chunks", ["chunk_id"]).column("chunk_id").to_pylist()
+    result["same_chunks"] = set(chunk_ids) == set(built)  # the bare stages worked on the pipeline's very chunks
+    if not result["same_chunks"]:
+        print("warning: the bare chunking did not reproduce the pipeline's chunks", file=sys.stderr)
     print_tables(result)
     for i, s in enumerate(pipeline["ray_stats"]):
         print(f"\n--- Ray Data stats, dataset {i + 1} of {len(pipeline['ray_stats'])} ---\n{s}")
