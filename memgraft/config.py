@@ -111,6 +111,9 @@ class HGMemSettings(_Section):
     exclude_memory_entities: bool = True
     answer_context_tokens: int = 6000
     max_in_flight: int = 16
+    # Questions one worker actor runs at once: more threads than this in one process
+    # convoy on the GIL (bench/driver.py measured 0.02 efficiency at 256 in one worker).
+    questions_per_worker: int = 64
 
 
 class HiCoMERSettings(_Section):
@@ -126,6 +129,22 @@ class HiCoMERSettings(_Section):
     reward_revision: float = 0.5
     reward_format: float = 0.2
     updater_policy: Literal["llm", "rules"] = "llm"
+    # validity scorer (S_val): MLP width, team/individual embedding size, and its pairwise training
+    validity_hidden: int = Field(128, gt=0)
+    validity_type_dim: int = Field(8, gt=0)
+    validity_dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    validity_lr: float = Field(1e-3, gt=0.0)
+    validity_epochs: int = Field(30, gt=0)
+    validity_batch_size: int = Field(64, gt=0)
+    validity_negatives: int = Field(2, gt=0)  # negatives drawn per valid gold memory
+    answer_evidence_tokens: int = Field(1200, gt=0)  # evidence budget of the answer prompt
+    # The cosine fallback's S_sem spans ~0.5 where a cross-encoder's logits span ~10, so
+    # λ·log σ(S_val) would swamp relevance: the fallback's cosine is multiplied by this.
+    # 5 was chosen on generate(seed=0) and held on seed=1 (python -m memgraft.eval collab).
+    cosine_semantic_scale: float = Field(5.0, gt=0.0)
+    # Cosine fallback only: take S_sem from the dense search's stored vectors (same texts,
+    # same encoder) instead of re-encoding the candidates, ~10x faster per search.
+    semantic_from_dense: bool = False
 
 
 class Settings(_Section):

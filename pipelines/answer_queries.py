@@ -114,8 +114,13 @@ def start_llm(settings: Settings) -> LLM | None:
     return EngineClient(engine, ray.get(engine.name.remote()), settings.models.llm_timeout_s)
 
 
+def auto_workers(settings: Settings) -> int:
+    """Enough worker actors that none runs more than ``hgmem.questions_per_worker`` questions at once."""
+    return max(1, math.ceil(settings.hgmem.max_in_flight / max(1, settings.hgmem.questions_per_worker)))
+
+
 def run_answers(settings: Settings, graph: str, questions: str, output: str, method: str,
-                *, limit: int | None = None, retry_failed: bool = False, workers: int = 1,
+                *, limit: int | None = None, retry_failed: bool = False, workers: int = 0,
                 llm: LLM | None = None) -> dict[str, Any]:
     """Answer every question not yet answered; returns a summary."""
     if method not in METHODS:
@@ -132,6 +137,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     if llm is None:
         llm = start_llm(settings)
     in_flight_cap = max(1, settings.hgmem.max_in_flight)
+    workers = workers or auto_workers(settings)
     per_worker = math.ceil(in_flight_cap / workers)
     pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker)
             .remote(graph, settings, llm) for _ in range(workers)]
@@ -162,7 +168,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
                 if row.get("error"):
                     log.warning("question %s failed: %s", row["id"], row["error"])
     seconds = time.perf_counter() - t0
-    return {**counts, "skipped": len(skip), "seconds": round(seconds, 2),
+    return {**counts, "skipped": len(skip), "workers": workers, "seconds": round(seconds, 2),
             "questions_per_s": round(len(todo) / seconds, 3) if seconds else 0.0, "output": str(answers)}
 
 
@@ -176,7 +182,7 @@ def main(
     output: str = typer.Option(..., help="output folder: answers.jsonl and traces/"),
     method: str = typer.Option("hgmem", help=f"one of {', '.join(METHODS)}"),
     limit: Optional[int] = typer.Option(None, help="answer at most this many (of those not yet answered)"),
-    workers: int = typer.Option(1, help="question-worker actors"),
+    workers: int = typer.Option(0, help="question-worker actors (0: max_in_flight / questions_per_worker, at least 1)"),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed questions again"),
     profile: str = typer.Option("local"),
     set_: list[str] = typer.Option([], "--set", help="section.field=value (repeatable)"),

@@ -111,3 +111,16 @@ def test_killed_driver_resumes_without_duplicates(slice_graph, questions, tmp_pa
     assert summary["skipped"] == done_before and summary["answered"] == len(QUESTIONS) - done_before
     ids = [r["id"] for r in _lines(answers)]
     assert sorted(ids) == sorted(f"q{i}" for i in range(len(QUESTIONS)))  # each exactly once
+
+
+def test_auto_workers_caps_questions_per_worker(settings):
+    from pipelines.answer_queries import auto_workers
+
+    def s(in_flight: int, per_worker: int):
+        return settings.model_copy(update={"hgmem": settings.hgmem.model_copy(
+            update={"max_in_flight": in_flight, "questions_per_worker": per_worker})})
+
+    assert auto_workers(s(8, 64)) == 1
+    assert auto_workers(s(256, 64)) == 4
+    assert auto_workers(s(65, 64)) == 2
+    assert auto_workers(s(3, 0)) == 3  # a zero cap reads as one question per worker

@@ -564,6 +564,15 @@ class MemoryBank:
                 "revisions": d[1] or 0, "groups": g[0], "first_time": g[1], "last_time": g[2],
                 "embedder": self.embedder_name}
 
+    def time_span(self, team: str, as_of: datetime | None = None) -> tuple[datetime, datetime]:
+        """The team's first group time, and ``as_of`` (or its last group time): the span times are normalised over."""
+        with self._lock:
+            first, last = self._conn.execute("SELECT MIN(time), MAX(time) FROM groups WHERE team = ?",
+                                             (team,)).fetchone()
+        if first is None:
+            raise BankError(f"team {team!r} has no memories")
+        return _time(first), (as_utc(as_of) if as_of is not None else _time(last))
+
     def embeddings(self, team: str, memory_ids: Sequence[str]) -> np.ndarray:
         """Stored vectors of the memories' current maintained texts, one row per id."""
         with self._lock:
