@@ -4,6 +4,9 @@
     python -m memgraft.eval score --run OUT [--run OUT2 ...] --dataset musique --graph GRAPH_DIR
     python -m memgraft.eval score --run OUT --dataset nocha --judge-profile local [--set models.llm=...]
     python -m memgraft.eval score --run OUT_HGMEM --run OUT_NAIVE --dataset longbench --baseline naive
+    python -m memgraft.eval collab --generate --updater rules --answers 10
+    python -m memgraft.eval collab --timeqa ../shared/data/timeqa-train/human_annotated_train.json --pages 60
+    python -m memgraft.eval collab --data DATASET_DIR --updater llm --set models.llm=CHECKPOINT
 
 ``score`` prints a table of methods x metrics and writes the scores (and every
 question's) as JSON: ``--output``, or ``scores.<dataset>.json`` in the run folder.
@@ -96,6 +99,65 @@ def score(
     if result.get("judge"):
         console.print(f"judge: {json.dumps(result['judge'])}", soft_wrap=True)
     console.print(f"scores written to {path}", soft_wrap=True)
+
+
+@app.command()
+def collab(
+    data: Optional[str] = typer.Option(None, help="a HiCoMER dataset folder (stream, questions, gold, memories)"),
+    generate: bool = typer.Option(False, "--generate", help="score a freshly generated dataset instead"),
+    teams: int = typer.Option(8, help="--generate: teams (half train the validity scorer, half are scored)"),
+    seed: int = typer.Option(0, help="--generate: generator seed; also the team split's seed"),
+    timeqa: Optional[str] = typer.Option(None, help="score the conversion of these TimeQA pages instead"),
+    pages: Optional[int] = typer.Option(None, help="--timeqa: convert only the first N pages"),
+    updater: str = typer.Option("rules", help="the bank HiCoMER's rows read: llm, rules or gold (an oracle)"),
+    methods: Optional[str] = typer.Option(None, help="comma-separated subset of the methods (default: all)"),
+    answers: int = typer.Option(0, help="questions per method answered by the LLM for ROUGE-L and Decision F1"),
+    max_questions: Optional[int] = typer.Option(None, help="score at most this many test questions"),
+    profile: str = typer.Option("local", help="settings profile"),
+    set_: list[str] = typer.Option([], "--set", help="settings: section.field=value (repeatable)"),
+    workdir: str = typer.Option("out/collab-eval", help="where the banks are built"),
+    output: Optional[str] = typer.Option(None, help="JSON to write (default <workdir>/scores.json)"),
+) -> None:
+    """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc.), methods x (ORR, CRR, NDCG, ROUGE-L, Decision F1)."""
+    from memgraft.collab import evaluate
+    from memgraft.collab.data import read_dataset
+    from memgraft.config import load_settings
+    from memgraft.models.embedder import load_embedder
+    from memgraft.models.reranker import load_reranker
+
+    if sum(x is not None and x is not False for x in (data, generate or None, timeqa)) != 1:
+        typer.echo("collab: give exactly one of --data, --generate, --timeqa", err=True)
+        raise typer.Exit(2)
+    try:
+        if generate:
+            from memgraft.collab.data.generator import generate as make
+            dataset, title = make(seed=seed, teams=teams), f"generated (seed {seed}, {teams} teams)"
+        elif timeqa:
+            from memgraft.collab.data.timeqa import convert, load_pages
+            dataset, _ = convert(load_pages(timeqa, pages))
+            title = f"TimeQA ({pages or 'all'} pages)"
+        else:
+            dataset, title = read_dataset(data), f"dataset {data}"
+    except (OSError, ValueError) as err:
+        typer.echo(f"collab: {err}", err=True)
+        raise typer.Exit(2)
+    settings = load_settings(profile, set_)
+    embedder = load_embedder(settings)
+    options = evaluate.EvalOptions(methods=tuple(methods.split(",")) if methods else tuple(evaluate.METHODS),
+                                   updater=updater, answers=answers, max_questions=max_questions, seed=seed)
+    try:
+        result = evaluate.run_eval(dataset, settings, workdir, options, embedder=embedder,
+                                   reranker=load_reranker(settings, embedder), log=lambda s: typer.echo(s, err=True))
+    except ValueError as err:
+        typer.echo(f"collab: {err}", err=True)
+        raise typer.Exit(2)
+    evaluate.print_report(result, title, options.k)
+    path = Path(output or Path(workdir) / "scores.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"dataset": title, "counts": dataset.counts(), "updaters": result.updaters,
+                                "methods": result.methods, "scorer_training": result.scorer_training,
+                                "info": result.info, "questions": result.questions}, indent=1, default=str))
+    typer.echo(f"scores written to {path}")
 
 
 def main() -> None:

@@ -257,3 +257,16 @@ def read_jsonl(path: str | Path) -> Iterator[Row]:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
+
+
+def read_dataset(folder: str | Path) -> Dataset:
+    """Read a dataset folder written by :meth:`Dataset.write` (``gold`` and ``memories`` may be absent)."""
+    root = Path(folder)
+    if not (root / STREAM_FILE).exists():
+        raise FileNotFoundError(f"{root}: no {STREAM_FILE}; expected a dataset folder (stream, questions, gold, memories)")
+
+    def rows(name: str) -> list[Row]:
+        return list(read_jsonl(root / name)) if (root / name).exists() else []
+
+    return Dataset(groups=rows(STREAM_FILE), questions=rows(QUESTIONS_FILE), gold=rows(GOLD_FILE),
+                   memories=rows(MEMORIES_FILE), info={"source": str(root)})

@@ -1,0 +1,244 @@
+"""Memory-stream ingest with the rules updater: the Ray pipeline against the same loop in one process, in one run.
+
+    python bench/ingest.py [--teams 12] [--groups 100] [--workers 1,2] [--out DIR] [--set k=v ...]
+
+1. A generated stream (``memgraft.collab.data.generator``; ``--teams`` x ``--groups``
+   groups, about 5 memories each) written to ``<out>/data``.
+2. Baseline: ``memgraft.collab.ingest.ingest_stream`` in this process, no Ray: one
+   embedder (all CPUs' torch threads, or ``models.torch_threads``), the rules policy,
+   one bank; every team one after another. The embedder is warmed up first on a
+   throwaway stream. Its time is split into the updater's parts (embedding, H_t
+   search, policy, the write transaction).
+3. The pipeline (``pipelines/ingest_memories.run_ingest``) on a local Ray started
+   beforehand (its start-up reported apart), once per ``--workers`` count, each into
+   a fresh bank. groups/s counts from the moment every worker is ready (models
+   loaded) to the last team's end; worker start-up is reported beside it.
+4. Ratio = pipeline groups/s / baseline groups/s; and whether the banks agree (each
+   memory's maintained text and validity, and the decision count).
+
+The machine may be shared: the cores other processes kept busy during each phase
+are reported beside it (``--wait-quiet`` waits for an idle machine first). No figure
+is asserted. Figures are printed and written to ``<out>/bench_ingest.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from bench.build_graphs import NOISE_LIMIT, ProcessSampler, wait_quiet  # noqa: E402
+
+
+@contextmanager
+def measured(sampler: ProcessSampler, phase: str, into: dict[str, Any]) -> Iterator[None]:
+    """Wall seconds of the block, and the cores the rest of the machine (outside this process and
+    its Ray workers) kept busy meanwhile, into ``into``."""
+    sampler.set_phase(phase)
+    t = time.perf_counter()
+    yield
+    into["wall_s"] = time.perf_counter() - t
+    sampler.set_phase(f"after {phase}")
+    into["cpu"] = sampler.cpu[phase]
+    into["other_cores"] = sampler.cpu[phase]["other_cores"]
+
+
+def fresh(path: Path) -> Path:
+    """A bank path with no bank at it (a rerun into the same --out starts over)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return path
+
+
+def bank_rows(path: Path) -> tuple[dict[tuple[str, str], tuple[str, int]], int]:
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT team, memory_id, maintained, valid FROM memories").fetchall()
+        n = con.execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
+    finally:
+        con.close()
+    return {(r[0], r[1]): (r[2], r[3]) for r in rows}, n
+
+
+def agreement(a: Path, b: Path) -> dict[str, Any]:
+    (ra, na), (rb, nb) = bank_rows(a), bank_rows(b)
+    same = sum(ra[k] == rb.get(k) for k in ra)
+    return {"memories": len(ra), "same_state": same / len(ra) if ra else 1.0, "decisions": (na, nb)}
+
+
+def timed_parts(updater: Any, timers: Counter[str]) -> None:
+    """Wrap the updater's steps so their seconds add up in ``timers`` (the baseline's breakdown)."""
+    def wrap(obj: Any, attr: str, key: str) -> None:
+        fn: Callable[..., Any] = getattr(obj, attr)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                timers[key] += time.perf_counter() - t
+        setattr(obj, attr, timed)
+
+    wrap(updater.bank.embedder.inner, "encode", "embedding (the model; memo hits inside the write excluded)")
+    wrap(updater.bank, "search", "H_t search")
+    wrap(updater.policy, "judge", "rules policy")
+    wrap(updater.bank, "apply_group", "write transaction")
+
+
+def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, sampler: ProcessSampler
+                 ) -> dict[str, Any]:
+    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.ingest import ingest_stream, read_stream
+    from memgraft.collab.policies import RulesPolicy
+    from memgraft.collab.updater import MemoEmbedder, Updater
+    from memgraft.models.embedder import load_embedder
+    from memgraft.models.threads import available_cpus
+
+    res: dict[str, Any] = {"torch_threads": settings.models.torch_threads or available_cpus()}
+    t = time.perf_counter()
+    embedder = load_embedder(settings)
+    res["load_s"] = time.perf_counter() - t
+    warm = MemoryBank(fresh(out / "warm.sqlite"), MemoEmbedder(embedder))  # a throwaway stream: kernels and caches warm
+    ingest_stream(Updater(warm, RulesPolicy(), settings.hicomer), read_stream(warm_path))
+    warm.close()
+
+    memo = MemoEmbedder(embedder)
+    bank = MemoryBank(fresh(out / "baseline.sqlite"), memo)
+    updater = Updater(bank, RulesPolicy(embedder=memo), settings.hicomer)
+    timers: Counter[str] = Counter()
+    timed_parts(updater, timers)
+    stream = read_stream(stream_path)
+    with measured(sampler, "baseline", res):
+        stats = ingest_stream(updater, stream)
+    bank.close()
+    res["parts_s"] = dict(timers)
+    res["parts_s"]["other (targets, decisions, the loop)"] = res["wall_s"] - sum(timers.values())
+    res.update(applied=sum(s.applied for s in stats), decisions=sum(s.decisions for s in stats),
+               revisions=sum(s.revisions for s in stats), errors=[s.error for s in stats if s.error])
+    res["groups_per_s"] = res["applied"] / res["wall_s"]
+    return res
+
+
+def run_pipeline(settings: Any, stream_path: Path, bank: Path, workers: int, sampler: ProcessSampler
+                 ) -> dict[str, Any]:
+    from pipelines.ingest_memories import run_ingest
+
+    res: dict[str, Any] = {}
+    with measured(sampler, f"pipeline w{workers}", res):
+        summary = run_ingest(settings, str(stream_path), str(bank), workers=workers)
+    summary.pop("team_stats")
+    res.update(summary)
+    return res
+
+
+def print_tables(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(width=130)
+    b = result["baseline"]
+    t = Table(title=f"ingest, rules updater: {result['data']['teams']} teams, {result['data']['groups']} groups, "
+                    f"{result['data']['memories']} memories (K = {result['history_top_k']})")
+    for col in ("run", "groups/s", "ratio", "ingest s", "start-up s", "decisions", "revisions", "other cores"):
+        t.add_column(col, justify="right" if col != "run" else "left")
+    t.add_row(f"one process, no Ray ({b['torch_threads']} torch threads)", f"{b['groups_per_s']:.1f}", "1.00",
+              f"{b['wall_s']:.1f}", f"{b['load_s']:.1f}", str(b["decisions"]), str(b["revisions"]),
+              f"{b['other_cores']:.2f}")
+    for p in result["pipeline"]:
+        t.add_row(f"Ray pipeline, {p['workers']} workers x {p['torch_threads']} threads", f"{p['groups_per_s']:.1f}",
+                  f"{p['groups_per_s'] / b['groups_per_s']:.2f}", f"{p['ingest_s']:.1f}", f"{p['startup_s']:.1f}",
+                  str(p["decisions"]), str(p["revisions"]), f"{p['other_cores']:.2f}")
+    con.print(t)
+    pt = Table(title="where the baseline's time goes (seconds per group)")
+    pt.add_column("part")
+    pt.add_column("ms/group", justify="right")
+    pt.add_column("share", justify="right")
+    for k, v in sorted(b["parts_s"].items(), key=lambda kv: -kv[1]):
+        pt.add_row(k, f"{1000 * v / max(1, b['applied']):.2f}", f"{v / b['wall_s']:.0%}")
+    con.print(pt)
+    at = Table(title="pipeline bank vs baseline bank")
+    for col in ("workers", "memories", "same maintained text and validity", "decisions (baseline, pipeline)"):
+        at.add_column(col)
+    for p in result["pipeline"]:
+        a = p["agreement"]
+        at.add_row(str(p["workers"]), str(a["memories"]), f"{a['same_state']:.4f}", str(a["decisions"]))
+    con.print(at)
+    con.print(f"Ray start-up (ray.init): {result['ray_init_s']:.1f} s.  Figures: {result['json']}")
+    if result["noisy"]:
+        con.print(f"[yellow]noisy[/]: other processes kept more than {NOISE_LIMIT} cores busy during "
+                  f"{', '.join(result['noisy'])}; those figures are low")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--teams", type=int, default=12)
+    parser.add_argument("--groups", type=int, default=100, help="groups per team")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts for the pipeline runs")
+    parser.add_argument("--out", type=Path, default=None, help="default: a new temp dir")
+    parser.add_argument("--profile", default="local")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="first wait up to this long for the rest of the machine to go idle")
+    args = parser.parse_args(argv)
+
+    from memgraft.collab.data.generator import generate
+    from memgraft.config import load_settings
+
+    settings = load_settings(args.profile, [*args.overrides, "hicomer.updater_policy=rules"])
+    out = args.out or Path(tempfile.mkdtemp(prefix="memgraft-bench-ingest-"))
+    out.mkdir(parents=True, exist_ok=True)
+    data = generate(seed=args.seed, teams=args.teams, groups=args.groups)
+    stream = data.write(out / "data")["stream"]
+    warm = generate(seed=args.seed + 1, teams=2, groups=10).write(out / "warm")["stream"]
+    if args.wait_quiet:
+        print(f"waited {wait_quiet(args.wait_quiet):.0f} s for a quiet machine", file=sys.stderr)
+
+    sampler = ProcessSampler().start()
+    baseline = run_baseline(settings, stream, warm, out, sampler)
+    import ray
+
+    t = time.perf_counter()
+    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray_init_s = time.perf_counter() - t
+    pipeline = []
+    for w in [int(x) for x in args.workers.split(",") if x.strip()]:
+        bank = fresh(out / f"pipeline_w{w}.sqlite")
+        p = run_pipeline(settings, stream, bank, w, sampler)
+        p["agreement"] = agreement(out / "baseline.sqlite", bank)
+        pipeline.append(p)
+    ray.shutdown()
+    sampler.stop()
+
+    result: dict[str, Any] = {
+        "memory_peaks_mb": sampler.peaks, "data": data.counts(), "history_top_k": settings.hicomer.history_top_k, "out": str(out),
+        "settings": {"profile": settings.profile, "overrides": args.overrides,
+                     "embedder_dtype": settings.models.embedder_dtype, "actor_cpus": settings.pipeline.actor_cpus},
+        "ray_init_s": ray_init_s, "baseline": baseline, "pipeline": pipeline,
+        "ratios": {p["workers"]: p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline},
+        "json": str(out / "bench_ingest.json"),
+    }
+    result["noisy"] = (["baseline"] if baseline["other_cores"] > NOISE_LIMIT else []) + [
+        f"pipeline w{p['workers']}" for p in pipeline if p["other_cores"] > NOISE_LIMIT]
+    (out / "bench_ingest.json").write_text(json.dumps(result, indent=2, default=str))
+    print_tables(result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

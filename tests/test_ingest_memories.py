@@ -1,0 +1,239 @@
+"""The ingest pipeline: bad lines named before any write, teams in parallel on Ray, resume after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from memgraft.collab.bank import MemoryBank
+from memgraft.collab.data.generator import generate
+from memgraft.collab.ingest import StreamError, ingest_stream, ingest_team, read_stream
+from memgraft.collab.policies import RulesPolicy
+from memgraft.collab.updater import MemoEmbedder, Updater
+from memgraft.config import HiCoMERSettings
+from tests.conftest import REPO
+from tests.test_collab_updater import HashEmbedder
+
+
+def write_lines(path, lines):
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def g(team, gid, day, *texts):
+    return {"team": team, "group_id": gid, "time": f"2025-01-{day:02d}T09:00:00",
+            "memories": [{"memory_id": f"{gid}-m{i}", "type": "team" if i == 0 else "individual", "author": "a",
+                          "content": t} for i, t in enumerate(texts)]}
+
+
+# -- reading the stream --------------------------------------------------------------------------
+
+
+def test_every_bad_line_is_named_with_file_and_line(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [
+        g("a", "g1", 1, "The meeting is at 9am."),
+        '{"team": "a", "group_id": ',  # cut
+        "",  # blank lines are allowed
+        {"team": "a", "group_id": "g2", "time": "2025-01-02", "memories": [{"memory_id": "x", "type": "boss",
+                                                                            "author": "a", "content": "c"}]},
+        g("a", "g1", 3, "again g1"),
+        g("a", "g4", 4, "reuses a memory id") | {"memories": [{"memory_id": "g1-m0", "type": "team", "author": "a",
+                                                                 "content": "c"}]},
+    ])
+    with pytest.raises(StreamError) as err:
+        read_stream(path)
+    errors = err.value.errors
+    assert [e.split(": ", 1)[0] for e in errors] == [f"{path}:2", f"{path}:4", f"{path}:5", f"{path}:6"]
+    assert "not JSON" in errors[0] and "memories.0.type" in errors[1] and "repeats line 1" in errors[2]
+    assert "memory 'g1-m0' repeats line 1" in errors[3] and "nothing was written" in str(err.value)
+
+
+def test_each_teams_groups_come_in_time_order(tmp_path):
+    path = write_lines(tmp_path / "s.jsonl", [g("b", "b2", 2, "x"), g("a", "a1", 1, "y"), g("b", "b1", 1, "z")])
+    stream = read_stream(path)
+    assert {t: [x.group_id for x in gs] for t, gs in stream.teams.items()} == {"b": ["b1", "b2"], "a": ["a1"]}
+    assert stream.n_groups == 3
+
+
+# -- the per-team loop, without Ray ----------------------------------------------------------------
+
+
+class FailsOn(RulesPolicy):
+    """The rules policy, failing when a given group's memories come up (a crash in the middle of a team)."""
+
+    def __init__(self, group_prefix: str):
+        super().__init__()
+        self.group_prefix = group_prefix
+
+    def judge(self, targets):
+        if any(t.against and t.against[0].group_id.startswith(self.group_prefix) for t in targets):
+            raise RuntimeError(f"boom at {self.group_prefix}")
+        return super().judge(targets)
+
+
+def bank_state(path) -> tuple[list, list]:
+    """Everything the updater decides, in a comparable form (no wall-clock columns, no vectors)."""
+    con = sqlite3.connect(path)
+    try:
+        memories = con.execute("SELECT team, memory_id, group_id, original, maintained, relation, action, valid, "
+                               "maintained_at FROM memories ORDER BY team, memory_id").fetchall()
+        decisions = con.execute("SELECT decision_id, team, memory_id, group_id, decided_at, level, relation, action, "
+                                "before, after, valid_before, valid_after, decided_by FROM decisions "
+                                "ORDER BY team, decided_at, decision_id").fetchall()
+    finally:
+        con.close()
+    return memories, decisions
+
+
+def test_a_failing_group_stops_its_team_and_a_rerun_resumes_there(tmp_path):
+    data = generate(seed=2, teams=2, groups=6)
+    stream = read_stream(data.write(tmp_path / "ds")["stream"])
+    team = sorted(stream.teams)[0]
+    settings = HiCoMERSettings()
+
+    clean = MemoryBank(tmp_path / "clean.sqlite", MemoEmbedder(HashEmbedder()))
+    ingest_stream(Updater(clean, RulesPolicy(), settings), stream)
+    clean.close()
+
+    bank = MemoryBank(tmp_path / "bank.sqlite", MemoEmbedder(HashEmbedder()))
+    failing = stream.teams[team][3].group_id
+    stats = ingest_team(Updater(bank, FailsOn(failing), settings), stream.teams[team])
+    assert stats.applied == 3 and stats.failed_group == failing and "boom" in stats.error
+    assert not bank.is_applied(team, failing) and bank.memory(team, f"{failing}-m01") is None
+    again = ingest_stream(Updater(bank, RulesPolicy(), settings), stream)
+    assert [(s.applied, s.skipped, s.error) for s in again] == [(3, 3, None), (6, 0, None)]
+    bank.close()
+    assert bank_state(tmp_path / "bank.sqlite") == bank_state(tmp_path / "clean.sqlite")
+
+
+# -- the pipeline on Ray -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    data = generate(seed=3, teams=4, groups=8)
+    return data, data.write(tmp_path_factory.mktemp("ingest-ds"))
+
+
+@pytest.fixture(scope="module")
+def clean_bank(ray_local, settings, dataset, tmp_path_factory):
+    """The stream ingested by the pipeline in one clean run, rules policy, 2 workers: (path, summary)."""
+    from pipelines.ingest_memories import run_ingest
+
+    s = settings.model_copy(deep=True)
+    s.hicomer.updater_policy = "rules"
+    path = tmp_path_factory.mktemp("clean") / "bank.sqlite"
+    return path, run_ingest(s, str(dataset[1]["stream"]), str(path), workers=2), s
+
+
+def test_bad_line_refused_before_anything_is_written(settings, tmp_path):
+    from pipelines.ingest_memories import run_ingest
+
+    path = write_lines(tmp_path / "s.jsonl", [g("a", "g1", 1, "fine"), "{oops"])
+    with pytest.raises(StreamError, match=r"s\.jsonl:2: not JSON"):
+        run_ingest(settings, str(path), str(tmp_path / "bank.sqlite"))
+    assert not (tmp_path / "bank.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_pipeline_ingests_teams_in_parallel(clean_bank, dataset):
+    from pipelines.ingest_memories import run_ingest
+
+    path, summary, s = clean_bank
+    data = dataset[0]
+    assert summary["workers"] == 2 and summary["teams"] == 4 and summary["failed_teams"] == 0
+    assert summary["applied"] == summary["groups"] == 32 and summary["skipped"] == 0
+    memories, decisions = bank_state(path)
+    assert len(memories) == len(data.memories) and len(decisions) == summary["decisions"]
+    assert sum(d[7] == "revise" for d in decisions) == summary["revisions"] > 0
+    gold = {m["memory_id"]: m for m in data.memories}
+    agree = sum(bool(m[7]) == (gold[m[1]]["outdated_at"] is None) for m in memories) / len(memories)
+    assert agree >= 0.95, agree
+
+    again = run_ingest(s, str(dataset[1]["stream"]), str(path), workers=2)
+    assert again["applied"] == 0 and again["skipped"] == 32 and again["decisions"] == 0
+    assert bank_state(path) == (memories, decisions)
+
+
+RUNNER = """
+import json, sys, time
+sys.path.insert(0, {repo!r})
+import ray
+from memgraft.collab.policies import RulesPolicy
+from memgraft.config import load_settings
+from pipelines.ingest_memories import run_ingest
+
+class SlowRules(RulesPolicy):
+    def judge(self, targets):
+        time.sleep({delay})
+        return super().judge(targets)
+
+def slow_rules(settings, embedder):
+    return SlowRules(embedder=embedder)
+
+ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+s = load_settings("local", ["hicomer.updater_policy=rules"])
+summary = run_ingest(s, sys.argv[1], sys.argv[2], workers=2, policy_factory=slow_rules)
+print(json.dumps({{k: v for k, v in summary.items() if k != "team_stats"}}))
+"""
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL a process and everything under it at once (Ray's workers are not in its process group)."""
+    import psutil
+
+    tree = [psutil.Process(proc.pid)]
+    tree += tree[0].children(recursive=True)
+    for p in tree:
+        try:
+            p.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(tree, timeout=30)
+    proc.wait()
+
+
+def applied_groups(path) -> int:
+    if not os.path.exists(path):
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM groups").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return 0
+
+
+@pytest.mark.slow
+def test_killed_pipeline_resumes_without_duplicates(clean_bank, dataset, tmp_path):
+    stream, bank = str(dataset[1]["stream"]), tmp_path / "bank.sqlite"
+    slow = tmp_path / "slow.py"
+    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4))
+    proc = subprocess.Popen([sys.executable, str(slow), stream, str(bank)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and applied_groups(bank) < 6 and proc.poll() is None:
+        time.sleep(0.2)
+    kill_tree(proc)  # the driver, its Ray and the workers, mid-group: as if the machine died
+    done = applied_groups(bank)
+    assert 6 <= done < 32, proc.stderr.read().decode()[-2000:]
+
+    fast = tmp_path / "fast.py"
+    fast.write_text(RUNNER.format(repo=str(REPO), delay=0.0))
+    finished = subprocess.run([sys.executable, str(fast), stream, str(bank)], cwd=REPO, capture_output=True,
+                              text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    summary = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert summary["skipped"] == done and summary["applied"] == 32 - summary["skipped"]
+    assert summary["failed_teams"] == 0
+    # no duplicates, no half groups: exactly the bank a clean run writes
+    assert bank_state(bank) == bank_state(clean_bank[0])
