@@ -97,6 +97,10 @@ class PipelineSettings(_Section):
     actor_cpus: float = 1.0
     task_cpus: float = 1.0
     max_task_retries: int = 3
+    # Entity and relation texts (the pass after the merge) up to this many are embedded in
+    # the driver: a second actor pool's start-up and model load cost more than it saves on
+    # small graphs. 0: always on the actor pool (a cluster, where the driver has no GPU).
+    driver_embed_max_texts: int = 0
 
 
 class HGMemSettings(_Section):
@@ -129,6 +133,8 @@ class HiCoMERSettings(_Section):
     reward_revision: float = 0.5
     reward_format: float = 0.2
     updater_policy: Literal["llm", "rules"] = "llm"
+    # A trained updater (an HF folder from training/updater_*.py); "" judges with models.llm.
+    updater_model: str = ""
     # validity scorer (S_val): MLP width, team/individual embedding size, and its pairwise training
     validity_hidden: int = Field(128, gt=0)
     validity_type_dim: int = Field(8, gt=0)
@@ -147,6 +153,61 @@ class HiCoMERSettings(_Section):
     semantic_from_dense: bool = False
 
 
+class TrainingSettings(_Section):
+    """Ray Train runs of ``training/``: sizing, data, and the updater's SFT/GRPO and the scorer's budgets.
+
+    The defaults are the embedded profile's: SmolLM2-135M on a 2-core CPU, where one
+    full-model SFT step on a ~450-token prompt costs seconds, so the budgets are small
+    and only the top ``trainable_layers`` blocks learn. ``configs/a100.yaml`` sets the
+    cluster's (GPU workers, all layers, bf16, DeepSpeed ZeRO-3).
+    """
+
+    # Ray Train: one TorchTrainer per run, checkpointed under storage_path/<run name>
+    num_workers: int = Field(1, gt=0)
+    use_gpu: bool = False
+    cpus_per_worker: float = Field(2.0, gt=0)
+    gpus_per_worker: float = Field(1.0, ge=0)
+    storage_path: str = ""  # local dir or URI (s3://, gs://...); "" = <output>/ray
+    checkpoints_to_keep: int = Field(2, gt=0)
+    deepspeed: str = ""  # "", "zero2", "zero3" (training/ds_zero*.json) or a JSON file
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    base_model: str = ""  # the updater to start from; "" = models.llm
+    trainable_layers: int = Field(8, ge=0)  # top transformer blocks trained (0 = the whole model)
+    # data: generated teams (and optional TimeQA pages), split by team so no source is in both halves
+    seed: int = 0
+    teams: int = Field(6, gt=0)
+    groups: int = Field(10, gt=0)
+    timeqa: str = ""  # a TimeQA JSON file; "" = generated data only
+    timeqa_pages: int = Field(0, ge=0)
+    heldout_fraction: float = Field(0.34, gt=0.0, lt=1.0)
+    eval_instances: int = Field(24, gt=0)  # held-out decisions scored, balanced over relations
+    eval_temperature: float = Field(0.0, ge=0.0)
+    eval_max_new_tokens: int = Field(160, gt=0)
+    eval_gpus: float = Field(0.0, ge=0)  # GPUs of the Ray task that scores a model
+    # updater SFT (TRL SFTTrainer)
+    sft_examples: int = Field(0, ge=0)  # training decisions offered (0 = all), balanced over relations
+    sft_max_steps: int = Field(16, gt=0)
+    sft_batch_size: int = Field(4, gt=0)
+    sft_grad_accum: int = Field(1, gt=0)
+    sft_lr: float = Field(2e-4, gt=0.0)
+    sft_save_steps: int = Field(8, gt=0)
+    sft_max_length: int = Field(1024, gt=0)
+    # updater GRPO (TRL GRPOTrainer), R = λ1·R_cons + λ2·R_rev + λ3·R_fmt (hicomer.reward_*)
+    grpo_max_steps: int = Field(4, gt=0)
+    grpo_batch_size: int = Field(4, gt=0)  # completions per device per step
+    grpo_num_generations: int = Field(4, ge=2)
+    grpo_max_completion_length: int = Field(112, gt=0)
+    grpo_temperature: float = Field(0.8, gt=0.0)
+    grpo_lr: float = Field(2e-5, gt=0.0)
+    grpo_beta: float = Field(0.0, ge=0.0)  # KL to the SFT model; 0 loads no reference model
+    grpo_save_steps: int = Field(2, gt=0)
+    # validity scorer (its MLP and loss settings are hicomer.validity_*)
+    validity_bank: Literal["gold", "rules"] = "gold"
+    validity_teams: int = Field(6, gt=0)
+    validity_groups: int = Field(12, gt=0)
+
+
 class Settings(_Section):
     profile: str = "local"
     chunking: ChunkingSettings = ChunkingSettings()
@@ -157,6 +218,7 @@ class Settings(_Section):
     pipeline: PipelineSettings = PipelineSettings()
     hgmem: HGMemSettings = HGMemSettings()
     hicomer: HiCoMERSettings = HiCoMERSettings()
+    training: TrainingSettings = TrainingSettings()
 
     @property
     def cache_path(self) -> Path:

@@ -155,6 +155,10 @@ def embed_texts(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
 
 def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
     p = settings.pipeline
+    if len(texts) <= p.driver_embed_max_texts:  # small graph: no second actor pool to start
+        from memgraft.models.embedder import load_embedder
+
+        return np.asarray(load_embedder(settings).encode(texts), np.float32).reshape(-1, dim)
     blocks = max(1, min(len(texts) // p.embed_batch_size + 1, available_cpus() * 4))
     ds = ray.data.from_arrow(pa.table({"row": np.arange(len(texts)), "text": texts})).repartition(blocks)
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},

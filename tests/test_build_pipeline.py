@@ -151,3 +151,15 @@ def test_a_killed_worker_is_retried_and_the_output_is_the_same(slice_graph, sett
     build(settings, musique_slice, out, extractor_factory=functools.partial(dying_factory, marker=str(marker)))
     assert marker.read_text() == "killed"
     assert_same_tables(slice_graph[0], out)
+
+
+def test_graph_texts_embed_alike_in_the_driver_and_on_the_actor_pool(ray_local, settings):
+    from pipelines.build_graphs import embed_texts
+
+    texts = ["Paris: capital of France", "a", "Paris: capital of France", "Lyon: a city on the Rhone " * 5]
+    pool = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(update={"driver_embed_max_texts": 0})})
+    driver = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(update={"driver_embed_max_texts": 10})})
+    a, b = embed_texts(pool, texts, 384), embed_texts(driver, texts, 384)
+    assert a.shape == b.shape == (4, 384)
+    np.testing.assert_allclose(a, b, atol=2e-2)  # bf16 batches padded differently: close, not equal
+    np.testing.assert_array_equal(b[0], b[2])  # a repeated text is embedded once
