@@ -1,0 +1,311 @@
+"""Team search over HTTP (the Serve application) against the same search in process, in one run.
+
+    python bench/serve_search.py [--teams 2] [--groups 24] [--requests 200] [--levels 1,8,32]
+        [--max-seconds 60] [--k 10] [--out DIR] [--set k=v ...]
+
+1. A generated stream (``memgraft.collab.data.generator.generate``) applied team by
+   team with the rules updater (``CollabMemory.add_group``), one bank per team in
+   ``<out>/banks/<team>.sqlite``: the layout the service reads.
+2. *In process*: ``CollabMemory.search`` on those banks with the bundled embedder
+   loaded in this process, at each level L of concurrency as L threads sharing
+   one ``CollabMemory`` per team (what an application embedding the library does).
+3. *Served*: the application (``serving.application.compose``, the local profile,
+   the real models: MiniLM in the embedder deployment, the cosine fallback, the
+   bundled SmolLM2 loaded but idle) on a local Ray, HTTP on 127.0.0.1; at each
+   level L, L ``httpx.AsyncClient`` workers post ``/v1/teams/{team}/search`` with a
+   team's bearer token.
+
+Each level sends ``--requests`` distinct questions (the generator's questions with
+a serial, so no cache answers a repeat), after a warm-up, and stops early at
+``--max-seconds``. Latency is per request (client side); requests/s is requests
+over the level's wall time. The serving overhead is served p50 / in-process p50
+and in-process requests/s / served requests/s at the same level. The two paths
+run one after the other on the same machine; CPU taken by other processes is
+reported per phase, since the figures are only as quiet as the machine. No
+assertions on time: figures are printed and written to ``<out>/bench_serve_search.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+APP = "memgraft-bench"
+
+
+# -- machine ------------------------------------------------------------------------------------
+
+
+def machine_busy_cpu_s() -> float:
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+class Phase:
+    """Wall time and the cores the whole machine kept busy over a block (this run's replicas included)."""
+
+    def __init__(self, log: dict[str, Any], name: str):
+        self.log, self.name = log, name
+
+    def __enter__(self) -> "Phase":
+        self.t, self.busy = time.perf_counter(), machine_busy_cpu_s()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self.t
+        self.log[self.name] = {"wall_s": wall, "busy_cores": (machine_busy_cpu_s() - self.busy) / wall if wall else 0}
+
+
+def summary(latencies_ms: list[float], wall_s: float, errors: int) -> dict[str, Any]:
+    s = sorted(latencies_ms)
+    pick = lambda q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")  # noqa: E731
+    return {"n": len(s), "errors": errors, "p50_ms": pick(0.50), "p99_ms": pick(0.99),
+            "mean_ms": statistics.mean(s) if s else float("nan"), "rps": len(s) / wall_s if wall_s else 0.0,
+            "wall_s": wall_s}
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+
+def build_banks(settings: Any, embedder: Any, banks: Path, teams: int, groups: int, seed: int) -> dict[str, Any]:
+    """The generated stream through the rules updater, one bank per team (the service's layout)."""
+    from memgraft.collab.api import CollabMemory
+    from memgraft.collab.data.generator import generate
+
+    data = generate(seed=seed, teams=teams, groups=groups)
+    banks.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    memories: dict[str, CollabMemory] = {}
+    for g in data.groups:  # stream order: each team's groups stay in time order
+        team = g["team"]
+        if team not in memories:
+            (banks / f"{team}.sqlite").unlink(missing_ok=True)
+            memories[team] = CollabMemory.open(banks / f"{team}.sqlite", settings, embedder=embedder, policy="rules")
+        memories[team].add_group(g)
+    stats = {team: m.bank.stats(team) for team, m in memories.items()}
+    for m in memories.values():
+        m.close()
+    questions = [(q["team"], q["question"]) for q in data.questions]
+    return {"seconds": time.perf_counter() - t, "teams": sorted(memories), "stats": stats, "questions": questions,
+            "counts": data.counts()}
+
+
+def workload(questions: list[tuple[str, str]], n: int, offset: int) -> list[tuple[str, str]]:
+    """``n`` (team, question) pairs, each text made distinct by a serial."""
+    return [(team, f"{q} (case {offset + i})") for i, (team, q) in
+            ((i, questions[(offset + i) % len(questions)]) for i in range(n))]
+
+
+# -- the two paths ---------------------------------------------------------------------------------
+
+
+def in_process_level(memories: dict[str, Any], jobs: list[tuple[str, str]], level: int, k: int,
+                     max_seconds: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + max_seconds
+
+    def one(job: tuple[str, str]) -> None:
+        nonlocal errors
+        if time.perf_counter() > stop_at:
+            return
+        t = time.perf_counter()
+        try:
+            memories[job[0]].search(job[0], job[1], k=k)
+        except Exception:  # noqa: BLE001 - counted, not fatal
+            with lock:
+                errors += 1
+            return
+        with lock:
+            latencies.append((time.perf_counter() - t) * 1000)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=level) as pool:
+        list(pool.map(one, jobs))
+    return summary(latencies, time.perf_counter() - t0, errors)
+
+
+async def served_level(base_url: str, tokens: dict[str, str], jobs: list[tuple[str, str]], level: int, k: int,
+                       max_seconds: float) -> dict[str, Any]:
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    stop_at = time.perf_counter() + max_seconds
+    limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
+    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal errors
+            while not queue.empty() and time.perf_counter() < stop_at:
+                team, question = queue.get_nowait()
+                t = time.perf_counter()
+                r = await client.post(f"/v1/teams/{team}/search", json={"query": question, "k": k},
+                                      headers={"Authorization": f"Bearer {tokens[team]}"})
+                if r.status_code == 200:
+                    latencies.append((time.perf_counter() - t) * 1000)
+                else:
+                    errors += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(level)))
+    return summary(latencies, time.perf_counter() - t0, errors)
+
+
+def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_cpus: int) -> tuple[str, dict]:
+    import ray
+    from ray import serve
+
+    from serving.application import compose
+    from serving.settings import load_profile
+
+    tokens = {team: f"bench-{team}-{os.urandom(6).hex()}" for team in teams}
+    (out / "tokens.json").write_text(json.dumps({"teams": tokens, "readers": []}))
+    _, serving = load_profile(settings.profile, [f"serving.banks_dir={banks}", f"serving.traces_dir={out / 'traces'}"],
+                              tokens_file=str(out / "tokens.json"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.run(compose(settings, serving), name=APP, route_prefix="/")
+    return f"http://127.0.0.1:{port}", tokens
+
+
+# -- output ------------------------------------------------------------------------------------------
+
+
+def print_tables(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = Console(width=150)
+    b = result["banks"]
+    con.print(f"{result['cpus']} CPUs; banks: {len(b['teams'])} teams, {b['counts']['memories']} memories "
+              f"({b['counts']['outdated_memories']} outdated), built with the rules updater in {b['seconds']:.1f} s; "
+              f"S_sem: {escape(result['semantic_source'])}; k {result['k']}")
+    t = Table(title="POST /v1/teams/{team}/search over HTTP against CollabMemory.search in process "
+                    "(latency per request in ms, client side)")
+    for c in ("clients", "path", "requests", "errors", "p50", "p99", "req/s", "p50 served / in-process",
+              "p99 served / in-process", "req/s in-process / served"):
+        t.add_column(c, justify="left" if c in ("path",) else "right")
+    for level in result["levels"]:
+        ip, sv = result["in_process"][str(level)], result["served"][str(level)]
+        for name, s in (("in process", ip), ("served (HTTP)", sv)):
+            ratios = ("", "", "") if name == "in process" else (
+                f"[bold]{sv['p50_ms'] / ip['p50_ms']:.2f}", f"{sv['p99_ms'] / ip['p99_ms']:.2f}",
+                f"[bold]{ip['rps'] / sv['rps']:.2f}" if sv["rps"] else "-")
+            t.add_row(str(level), name, str(s["n"]), str(s["errors"]), f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}",
+                      f"{s['rps']:.1f}", *ratios)
+    con.print(t)
+    ct = Table(title="CPU by phase (cores busy on the whole machine: this run's process and replicas, and others)")
+    for c in ("phase", "seconds", "busy cores"):
+        ct.add_column(c, justify="left" if c == "phase" else "right")
+    for phase, c in result["cpu"].items():
+        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['busy_cores']:.2f}")
+    con.print(ct)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--teams", type=int, default=2)
+    parser.add_argument("--groups", type=int, default=24, help="groups per team in the generated stream")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--requests", type=int, default=200, help="requests per level and path")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
+    parser.add_argument("--max-seconds", type=float, default=60.0, help="time cap per level and path")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--num-cpus", type=int, default=2, help="the local Ray's CPUs (deployments reserve fractions)")
+    parser.add_argument("--out", type=Path, default=None, help="banks, tokens and the JSON (default: a temp dir)")
+    parser.add_argument("--profile", default="local")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    args = parser.parse_args(argv)
+
+    from memgraft.collab.api import CollabMemory
+    from memgraft.config import load_settings
+    from memgraft.models.embedder import load_embedder
+    from memgraft.models.threads import available_cpus
+
+    settings = load_settings(args.profile, args.overrides)
+    out = args.out or Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    out.mkdir(parents=True, exist_ok=True)
+    levels = [int(x) for x in args.levels.split(",") if x]
+    result: dict[str, Any] = {"cpus": available_cpus(), "k": args.k, "levels": levels, "requests": args.requests,
+                              "cpu": {}, "in_process": {}, "served": {}}
+
+    embedder = load_embedder(settings)
+    with Phase(result["cpu"], "build banks"):
+        banks = build_banks(settings, embedder, out / "banks", args.teams, args.groups, args.seed)
+    result["banks"] = {k: v for k, v in banks.items() if k != "questions"}
+    memories = {team: CollabMemory.open(out / "banks" / f"{team}.sqlite", settings, embedder=embedder)
+                for team in banks["teams"]}
+    team0 = banks["teams"][0]
+    memories[team0].search(team0, "warm-up", k=args.k)
+    from memgraft.collab.retriever import ValidityRetriever
+
+    m0 = memories[team0]
+    result["semantic_source"] = ValidityRetriever(m0.bank, m0.embedder, m0.reranker, m0.scorer,
+                                                  settings.hicomer).reranker_name
+    offset = 0
+    for level in levels:
+        warm = workload(banks["questions"], args.warmup, offset)
+        in_process_level(memories, warm, level, args.k, args.max_seconds)
+        jobs = workload(banks["questions"], args.requests, offset + args.warmup)
+        offset += args.warmup + args.requests
+        with Phase(result["cpu"], f"in process, {level} clients"):
+            result["in_process"][str(level)] = in_process_level(memories, jobs, level, args.k, args.max_seconds)
+    for m in memories.values():
+        m.close()
+
+    from ray import serve
+
+    with Phase(result["cpu"], "serve start-up"):
+        base_url, tokens = start_service(settings, out / "banks", out, banks["teams"], args.num_cpus)
+    try:
+        offset = 0  # the same questions as in process, level by level
+        for level in levels:
+            warm = workload(banks["questions"], args.warmup, offset)
+            asyncio.run(served_level(base_url, tokens, warm, level, args.k, args.max_seconds))
+            jobs = workload(banks["questions"], args.requests, offset + args.warmup)
+            offset += args.warmup + args.requests
+            with Phase(result["cpu"], f"served, {level} clients"):
+                result["served"][str(level)] = asyncio.run(
+                    served_level(base_url, tokens, jobs, level, args.k, args.max_seconds))
+    finally:
+        serve.shutdown()
+        import ray
+
+        ray.shutdown()
+    print_tables(result)
+    path = out / "bench_serve_search.json"
+    path.write_text(json.dumps(result, indent=2, default=str))
+    print(f"figures written to {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

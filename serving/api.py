@@ -1,0 +1,127 @@
+"""The HTTP API: routes, bearer tokens, body limits and error answers, over a :class:`~serving.service.Service`.
+
+The app reads what it serves from ``app.state`` (``service``, ``access``,
+``chat``, ``max_body_bytes``), which the ingress replica fills in when it starts;
+tests fill it with in-process models. Handlers check the token first, then run
+the library's blocking calls in a worker thread, so the event loop keeps
+answering (health checks included) while a model thinks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Awaitable, Callable, Literal
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memgraft.collab.types import MemoryGroup
+from serving import chat, errors, schemas
+from serving.access import Access
+from serving.limits import BodyLimit
+from serving.names import NAME, TRACE
+from serving.service import Service
+
+Chat = Callable[[schemas.ChatCompletionRequest], Awaitable[Any]]
+
+_bearer = HTTPBearer(auto_error=False, description="a team token (its team's memories) or a reader token (graphs)")
+Token = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+Team = Annotated[str, Path(pattern=NAME.pattern, description="the team; its bank is <banks_dir>/<team>.sqlite")]
+Graph = Annotated[str, Path(pattern=NAME.pattern, description="a graph folder directly under graphs_dir")]
+TraceId = Annotated[str, Path(pattern=TRACE.pattern, description="the trace_id a query returned")]
+
+
+def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return credentials.credentials if credentials else None
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def _access(request: Request) -> Access:
+    return request.app.state.access
+
+
+ServiceDep = Annotated[Service, Depends(_service)]
+AccessDep = Annotated[Access, Depends(_access)]
+
+
+def create_api() -> FastAPI:
+    api = FastAPI(
+        title="memgraft",
+        description="HGMem question answering over document graphs, and HiCoMER validity-aware team memory.",
+        version="0.1.0",
+    )
+    api.state.max_body_bytes = 1 << 20
+    api.add_middleware(BodyLimit, max_body_bytes=lambda: api.state.max_body_bytes)
+    errors.install(api)
+
+    @api.get("/healthz", response_model=schemas.Health, tags=["service"])
+    async def healthz(service: ServiceDep) -> schemas.Health:
+        """Alive, and which models answer (the reranker's name says when it is the cosine fallback)."""
+        return service.health()
+
+    @api.post("/v1/graphs/{graph}/query", response_model=schemas.QueryResponse, tags=["graphs"])
+    async def query(graph: Graph, body: schemas.QueryRequest, service: ServiceDep, access: AccessDep,
+                    token: Token) -> schemas.QueryResponse:
+        """Answer a question over a graph with HGMem (or an ablation or baseline); returns the final memory."""
+        access.require_reader(_token(token))
+        return await asyncio.to_thread(service.query, graph, body)
+
+    @api.get("/v1/traces/{trace_id}", tags=["graphs"], responses={200: {"content": {"text/html": {}}}})
+    async def trace(trace_id: TraceId, service: ServiceDep, access: AccessDep, token: Token,
+                    format: Literal["json", "html"] = Query("json", description="html: the standalone page")) -> Any:
+        """A query's step-by-step trace as JSON, or its memory drawn as one standalone HTML page."""
+        access.require_reader(_token(token))
+        out = await asyncio.to_thread(service.trace, trace_id, format == "html")
+        return HTMLResponse(out) if format == "html" else out
+
+    @api.post("/v1/teams/{team}/groups", response_model=schemas.GroupResponse, tags=["teams"])
+    async def add_group(team: Team, group: MemoryGroup, service: ServiceDep, access: AccessDep,
+                        token: Token) -> schemas.GroupResponse:
+        """Run one time-aligned memory group through the updater; returns every maintenance decision."""
+        access.require_team(_token(token), team)
+        return await asyncio.to_thread(service.add_group, team, group)
+
+    @api.post("/v1/teams/{team}/search", response_model=schemas.SearchResponse, tags=["teams"])
+    async def search(team: Team, body: schemas.SearchRequest, service: ServiceDep, access: AccessDep,
+                     token: Token) -> schemas.SearchResponse:
+        """Validity-aware search of the team's memories (S_sem + λ·log σ(S_val)), now or as of a time."""
+        access.require_team(_token(token), team)
+        return await asyncio.to_thread(service.search, team, body)
+
+    @api.post("/v1/teams/{team}/answer", response_model=schemas.AnswerResponse, tags=["teams"])
+    async def answer(team: Team, body: schemas.AnswerRequest, service: ServiceDep, access: AccessDep,
+                     token: Token) -> schemas.AnswerResponse:
+        """Answer from the team's conflict-free evidence; lists what was dropped and why."""
+        access.require_team(_token(token), team)
+        return await asyncio.to_thread(service.answer, team, body)
+
+    @api.post("/v1/chat/completions", tags=["llm"])
+    async def chat_completions(body: schemas.ChatCompletionRequest, request: Request, access: AccessDep,
+                               token: Token) -> Any:
+        """OpenAI-compatible chat with the served LLM (vLLM on the cluster, streaming there)."""
+        access.require_any(_token(token))
+        return await request.app.state.chat(body)
+
+    return api
+
+
+def local_chat(service: Service) -> Chat:
+    """The chat endpoint on the in-process LLM deployment."""
+
+    async def run(body: schemas.ChatCompletionRequest) -> schemas.ChatCompletionResponse:
+        return await asyncio.to_thread(chat.complete, service.models.llm, body)
+
+    return run
+
+
+def serve_state(api: FastAPI, service: Service, access: Access, chat_fn: Chat | None = None) -> FastAPI:
+    """Fill in what the routes read."""
+    api.state.service = service
+    api.state.access = access
+    api.state.chat = chat_fn or local_chat(service)
+    api.state.max_body_bytes = service.serving.max_body_bytes
+    return api

@@ -1,0 +1,40 @@
+"""``POST /v1/chat/completions`` on the in-process LLM: the OpenAI body as a library ``ChatRequest``.
+
+The cluster path forwards the body to vLLM (:func:`serving.vllm.forward_chat`);
+locally the same endpoint answers from the LLM deployment, non-streaming, with a
+``response_format`` ``json_schema`` decoded under constraint as any library call is.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from memgraft.models.llm.base import LLM, ChatRequest
+from serving import schemas
+
+
+class Unsupported(ValueError):
+    """A chat option this LLM path does not serve (streaming locally): 422."""
+
+
+def chat_request(body: schemas.ChatCompletionRequest) -> ChatRequest:
+    if body.stream:
+        raise Unsupported("streaming is served on the vLLM path only; send \"stream\": false")
+    schema = None
+    if body.response_format and body.response_format.get("type") == "json_schema":
+        schema = (body.response_format.get("json_schema") or {}).get("schema")
+        if not isinstance(schema, dict):
+            raise Unsupported("response_format.json_schema.schema must be a JSON schema object")
+    return ChatRequest([m.model_dump() for m in body.messages], json_schema=schema, max_new_tokens=body.max_tokens,
+                       temperature=body.temperature, seed=body.seed)
+
+
+def complete(llm: LLM, body: schemas.ChatCompletionRequest) -> schemas.ChatCompletionResponse:
+    [out] = llm.generate([chat_request(body)])
+    return schemas.ChatCompletionResponse(
+        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=llm.name,
+        choices=[schemas.ChatChoice(index=0, message=schemas.ChatMessage(role="assistant", content=out.text),
+                                    finish_reason=out.finish_reason)],
+        usage=schemas.ChatUsage(prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
+                                total_tokens=out.prompt_tokens + out.completion_tokens))

@@ -1,0 +1,43 @@
+"""The embedder deployment: one model per replica, concurrent callers' texts encoded as one batch.
+
+Every query of every search and HGMem step is one short ``encode`` call; alone,
+each pays a forward pass of its own. ``@serve.batch`` gathers the calls that
+arrive within ``embed_batching.batch_wait_timeout_s`` and encodes their texts
+together (sentence-transformers sorts them by length, so padding stays small).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from ray import serve
+
+from memgraft.config import Settings
+from serving.settings import Batching
+
+
+@serve.deployment(name="embedder")
+class EmbedderDeployment:
+    def __init__(self, settings: Settings, batching: Batching):
+        from memgraft.models.embedder import load_embedder
+
+        self.embedder = load_embedder(settings)
+        self._encode_batch.set_max_batch_size(batching.max_batch_size)
+        self._encode_batch.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
+
+    def info(self) -> dict:
+        return {"name": self.embedder.name, "dim": int(self.embedder.dim)}
+
+    async def encode(self, texts: list[str]) -> np.ndarray:
+        return await self._encode_batch(list(texts))
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)
+    async def _encode_batch(self, calls: list[list[str]]) -> list[np.ndarray]:
+        flat = [t for texts in calls for t in texts]
+        vectors = await asyncio.to_thread(self.embedder.encode, flat)
+        out, start = [], 0
+        for texts in calls:
+            out.append(vectors[start:start + len(texts)])
+            start += len(texts)
+        return out

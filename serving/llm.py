@@ -1,0 +1,41 @@
+"""The in-process LLM deployment (transformers locally): requests from every caller decoded in batches.
+
+The backend's ``generate(list[ChatRequest])`` already decodes a batch at once;
+``@serve.batch`` fills that batch from concurrent questions (HGMem steps, team
+answers, chat calls) up to ``llm_batching.max_batch_size``. On the cluster
+profile (``models.llm_backend: vllm``) this deployment is replaced by
+``ray.serve.llm`` (:mod:`serving.vllm`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+from ray import serve
+
+from memgraft.config import Settings
+from memgraft.models.llm.base import LLM, ChatRequest, Completion
+from serving.settings import Batching
+
+LLMFactory = Callable[[Settings], LLM]
+
+
+@serve.deployment(name="llm")
+class LLMDeployment:
+    def __init__(self, settings: Settings, batching: Batching, llm_factory: LLMFactory | None = None):
+        if llm_factory is None:
+            from memgraft.models.llm.factory import load_llm as llm_factory
+        self.llm = llm_factory(settings)
+        self._generate_batch.set_max_batch_size(batching.max_batch_size)
+        self._generate_batch.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
+
+    def info(self) -> dict:
+        return {"name": self.llm.name}
+
+    async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
+        return list(await asyncio.gather(*(self._generate_batch(r) for r in requests)))
+
+    @serve.batch(max_batch_size=4, batch_wait_timeout_s=0.02)
+    async def _generate_batch(self, requests: list[ChatRequest]) -> list[Completion]:
+        return await asyncio.to_thread(self.llm.generate, requests)

@@ -1,0 +1,296 @@
+"""The Serve application over HTTP on a local Ray: every endpoint, tokens, bad bodies, a replica killed.
+
+One application for the module (Serve's start-up is the slow part): the real
+embedder and cosine reranker deployments, a scripted LLM in the LLM deployment
+(SmolLM2 on 2 cores would take minutes per HGMem question), the session's
+MuSiQue slice graph, and team banks written through the rules updater.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+
+import cloudpickle
+import httpx
+import pytest
+
+import tests.doubles
+from tests.doubles import HGMemScript, ScriptedLLM
+
+pytestmark = pytest.mark.slow
+
+APP = "memgraft-test"
+TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
+LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
+QUESTION = "Who published the Journal of Psychotherapy Integration?"
+
+
+class ServingScript(HGMemScript):
+    """HGMem's scripted path, plus a team answer and a plain chat reply."""
+
+    def __call__(self, request):
+        title = (request.json_schema or {}).get("title")
+        if title == "CollabAnswer":
+            return json.dumps({"answer": "We use qPCR."})
+        if title is None:
+            if "slow:" in request.messages[-1]["content"]:
+                time.sleep(6)  # long enough to kill the replica in the middle of it
+            return "hello from the scripted model"
+        return super().__call__(request)
+
+
+def scripted_llm(_settings):
+    return ScriptedLLM(ServingScript())
+
+
+def group(team, gid, day, *memories):
+    return {"team": team, "group_id": gid, "time": f"2025-01-{day:02d}T09:00:00",
+            "memories": [{"memory_id": f"{gid}-m{i}", "type": kind, "author": "ann", "content": text}
+                         for i, (kind, text) in enumerate(memories)]}
+
+
+G1 = group("lab", "g1", 6, ("team", "The primary assay is qPCR from now on."),
+           ("individual", "I ran batch 3 with ELISA as the primary assay."))
+G2 = group("lab", "g2", 7, ("team", "Samples are stored at -80 C in freezer B."),
+           ("individual", "Ran ELISA on batch 3; signal looked clean."))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(ray_local, slice_graph, tmp_path_factory):
+    """(base URL, state folder) of the application, shut down after the module."""
+    from ray import serve
+
+    from serving.application import compose
+    from serving.settings import load_profile
+
+    state = tmp_path_factory.mktemp("serving")
+    (state / "graphs").mkdir()
+    (state / "graphs" / "slice").symlink_to(slice_graph[0], target_is_directory=True)
+    (state / "tokens.json").write_text(json.dumps(TOKENS))
+    settings, serving = load_profile("local", [
+        f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_dir={state / 'banks'}",
+        f"serving.traces_dir={state / 'traces'}", "serving.max_body_bytes=65536",
+        "hicomer.updater_policy=rules"], tokens_file=str(state / "tokens.json"))
+    cloudpickle.register_pickle_by_value(tests.doubles)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(compose(settings, serving, llm_factory=scripted_llm), name=APP, route_prefix="/")
+        yield f"http://127.0.0.1:{port}", state
+    finally:
+        serve.shutdown()
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    with httpx.Client(base_url=served[0], timeout=120) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def lab_bank(client):
+    """Team lab's bank with two groups (the first revises a conflicting individual memory)."""
+    first = client.post("/v1/teams/lab/groups", json=G1, headers=LAB)
+    second = client.post("/v1/teams/lab/groups", json=G2, headers=LAB)
+    assert first.status_code == 200, first.text
+    assert second.status_code == 200, second.text
+    return first.json(), second.json()
+
+
+def test_openapi_lists_every_endpoint(client):
+    spec = client.get("/openapi.json").json()
+    assert {"/healthz", "/v1/graphs/{graph}/query", "/v1/traces/{trace_id}", "/v1/teams/{team}/groups",
+            "/v1/teams/{team}/search", "/v1/teams/{team}/answer", "/v1/chat/completions"} <= set(spec["paths"])
+    assert "HTTPBearer" in spec["components"]["securitySchemes"]
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    health = client.get("/healthz").json()
+    assert health["status"] == "ok" and health["embedder"] == "all-MiniLM-L6-v2" and health["llm"] == "scripted"
+    assert "no cross-encoder" in health["reranker"] and health["validity"].startswith("none")
+
+
+def test_graph_query_returns_answer_memory_and_trace(client):
+    r = client.post("/v1/graphs/slice/query", json={"question": QUESTION}, headers=READ)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["answer"] == "scripted answer" and body["method"] == "hgmem" and body["steps"] == 3
+    assert body["final_memory"]["points"] and body["llm_calls"] == 8
+    trace = client.get(f"/v1/traces/{body['trace_id']}", headers=READ)
+    assert trace.status_code == 200 and trace.json()["question"] == QUESTION
+    page = client.get(f"/v1/traces/{body['trace_id']}", params={"format": "html"}, headers=READ)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.text.startswith("<!DOCTYPE html>") and "<svg" in page.text
+
+    naive = client.post("/v1/graphs/slice/query", json={"question": QUESTION, "method": "naive"}, headers=READ)
+    assert naive.status_code == 200 and naive.json()["final_memory"] is None
+    no_page = client.get(f"/v1/traces/{naive.json()['trace_id']}", params={"format": "html"}, headers=READ)
+    assert no_page.status_code == 404 and "no HTML page" in no_page.json()["detail"]
+
+    assert client.post("/v1/graphs/nope/query", json={"question": "q"}, headers=READ).status_code == 404
+    assert client.get("/v1/traces/0123abcd.hgmem", headers=READ).status_code == 404
+    bad = client.post("/v1/graphs/slice/query", json={"question": "q", "method": "magic"}, headers=READ)
+    assert bad.status_code == 422 and "method" in bad.json()["message"]
+
+
+def test_team_groups_search_and_answer(client, lab_bank):
+    first, second = lab_bank
+    assert first["policy"] == "rules" and first["revisions"] == 1
+    revised = next(d for d in first["decisions"] if d["action"] == "revise")
+    assert revised["memory_id"] == "g1-m1" and revised["relation"] == "contradiction" and not revised["valid_after"]
+    again = client.post("/v1/teams/lab/groups", json=G1, headers=LAB)
+    assert again.status_code == 409 and "already applied" in again.json()["detail"]
+
+    r = client.post("/v1/teams/lab/search", json={"query": "Which assay is the primary assay?", "k": 3}, headers=LAB)
+    assert r.status_code == 200, r.text
+    found = r.json()
+    assert "no cross-encoder" in found["semantic_source"] and found["validity_source"].startswith("none")
+    hits = found["hits"]
+    assert 1 <= len(hits) <= 3 and "g1-m0" in [h["memory"]["memory_id"] for h in hits]
+    for h in hits:
+        assert set(h["memory"]) >= {"type", "time", "original", "maintained", "valid"}
+        assert h["validity"] is None and h["score"] == pytest.approx(h["semantic"])
+    stale = next(h["memory"] for h in hits if h["memory"]["memory_id"] == "g1-m1")
+    assert not stale["valid"] and stale["maintained"] != stale["original"]
+
+    before = client.post("/v1/teams/lab/search", json={"query": "freezer", "as_of": "2025-01-06T12:00:00"},
+                         headers=LAB).json()
+    assert {h["memory"]["group_id"] for h in before["hits"]} == {"g1"}  # g2 came a day later
+
+    a = client.post("/v1/teams/lab/answer", json={"question": "Which assay do we use?"}, headers=LAB)
+    assert a.status_code == 200, a.text
+    answer = a.json()
+    assert answer["answer"] == "We use qPCR." and answer["evidence"]
+    assert isinstance(answer["dropped"], list) and answer["usage"]["calls"] == 1
+
+    missing = client.post("/v1/teams/ops/search", json={"query": "assay"}, headers=OPS)
+    assert missing.status_code == 404 and "no memories" in missing.json()["detail"]
+
+
+def test_a_token_reaches_only_its_own_team(client, lab_bank):
+    ops_group = group("ops", "o1", 6, ("team", "Deploys happen on Tuesdays."))
+    for path, body in [("groups", ops_group), ("search", {"query": "assay"}), ("answer", {"question": "assay?"})]:
+        r = client.post(f"/v1/teams/lab/{path}", json=body, headers=OPS)
+        assert r.status_code == 403, (path, r.text)
+        assert client.post(f"/v1/teams/lab/{path}", json=body, headers=READ).status_code == 403
+        assert client.post(f"/v1/teams/lab/{path}", json=body).status_code == 401
+        wrong = client.post(f"/v1/teams/lab/{path}", json=body, headers={"Authorization": "Bearer tok-lab-0002"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    # lab's token cannot write lab's memories into another team's bank through the body either
+    sneaky = client.post("/v1/teams/lab/groups", json=ops_group, headers=LAB)
+    assert sneaky.status_code == 422 and "does not match" in sneaky.json()["detail"]
+    assert client.post("/v1/teams/ops/groups", json=ops_group, headers=OPS).status_code == 200
+    assert client.post("/v1/graphs/slice/query", json={"question": "q"}, headers=LAB).status_code == 403
+    assert client.post("/v1/graphs/slice/query", json={"question": "q"}).status_code == 401
+
+
+def test_bad_bodies_are_refused_with_a_message(client, lab_bank):
+    url = "/v1/teams/lab/search"
+    cases = [
+        ({"content": b"{not json", "headers": {**LAB, "content-type": "application/json"}}, "json"),
+        ({"json": {"k": 3}}, "query"),
+        ({"json": {"query": "x", "k": 0}}, "k"),
+        ({"json": {"query": "x", "as_of": "last tuesday"}}, "as_of"),
+        ({"json": {"query": "x", "top": 3}}, "top"),
+    ]
+    for kwargs, word in cases:
+        r = client.post(url, **({"headers": LAB} | kwargs))
+        assert r.status_code == 422, (kwargs, r.text)
+        assert word in r.json()["message"].lower()
+    bad_group = client.post("/v1/teams/lab/groups", json={"team": "lab", "group_id": "g9"}, headers=LAB)
+    assert bad_group.status_code == 422 and "memories" in bad_group.json()["message"]
+
+    big = client.post(url, json={"query": "x" * 70_000}, headers=LAB)  # Content-Length over 64 KiB
+    assert big.status_code == 413
+
+    def chunks():  # no Content-Length: the limit counts the bytes as they stream
+        yield b'{"query": "'
+        for _ in range(20):
+            yield b"y" * 8192
+        yield b'"}'
+
+    streamed = client.post(url, content=chunks(), headers={**LAB, "content-type": "application/json"})
+    assert streamed.status_code == 413 and "limit" in streamed.json()["detail"]
+
+    for name in ["..", "..%2F..%2Fetc", "lab.sqlite", "-lab"]:
+        r = client.post(f"/v1/teams/{name}/search", json={"query": "x"}, headers=LAB)
+        assert r.status_code in (403, 404, 422), (name, r.status_code)
+
+
+def test_chat_completions_on_the_served_llm(client):
+    body = {"model": "scripted", "messages": [{"role": "user", "content": "say hello"}]}
+    r = client.post("/v1/chat/completions", json=body, headers=READ)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["choices"][0]["message"]["content"] == "hello from the scripted model"
+    assert out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + out["usage"]["completion_tokens"]
+    assert client.post("/v1/chat/completions", json={**body, "stream": True}, headers=READ).status_code == 422
+    assert client.post("/v1/chat/completions", json=body).status_code == 401
+
+
+def _replica_actors(deployment: str):
+    import ray
+
+    return [(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["name"].startswith("SERVE_REPLICA::") and f"{APP}#{deployment}#" in a["name"]]
+
+
+def _kill(deployment: str) -> str:
+    import ray
+
+    [(name, namespace)] = _replica_actors(deployment)
+    ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
+    return name
+
+
+def _until_ok(send, seconds: float = 120.0) -> httpx.Response:
+    """Retry while Serve replaces a replica: 503s (never a 500) until a 200, within a bounded wait."""
+    deadline = time.monotonic() + seconds
+    while True:
+        r = send()
+        if r.status_code == 200 or time.monotonic() > deadline:
+            return r
+        assert r.status_code == 503, r.text
+        time.sleep(1)
+
+
+def test_a_replica_killed_mid_request_is_replaced(client, lab_bank):
+    slow = {"messages": [{"role": "user", "content": "slow: take your time"}]}
+    in_flight: list[httpx.Response | Exception] = []
+
+    def ask():
+        try:
+            in_flight.append(client.post("/v1/chat/completions", json=slow, headers=READ))
+        except httpx.HTTPError as err:
+            in_flight.append(err)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    time.sleep(1.5)  # the request is now sleeping inside the LLM replica
+    killed = _kill("llm")
+    t.join(timeout=120)
+    [lost] = in_flight
+    assert isinstance(lost, httpx.Response) and lost.status_code in (200, 503), lost  # never a 500
+    fast = {"messages": [{"role": "user", "content": "hello"}]}
+    assert _until_ok(lambda: client.post("/v1/chat/completions", json=fast, headers=READ)).status_code == 200
+    assert [n for n, _ in _replica_actors("llm")] != [killed]
+
+
+def test_killed_embedder_and_ingress_replicas_are_replaced(client, lab_bank):
+    killed = {d: _kill(d) for d in ("embedder", "ingress")}
+    r = _until_ok(lambda: client.post("/v1/teams/lab/search", json={"query": "Where are samples stored?"},
+                                      headers=LAB))
+    assert r.status_code == 200, r.text
+    assert r.json()["hits"][0]["memory"]["maintained"].startswith("Samples are stored")
+    for deployment, name in killed.items():
+        assert [n for n, _ in _replica_actors(deployment)] != [name]
