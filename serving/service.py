@@ -17,7 +17,6 @@ from typing import Any
 
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.bank import MemoryBank
-from memgraft.collab.retriever import ValidityRetriever
 from memgraft.collab.types import MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -133,8 +132,7 @@ class Service:
             return memory
 
     def semantic_source(self, memory: CollabMemory) -> str:
-        return ValidityRetriever(memory.bank, memory.embedder, self.models.reranker, memory.scorer,
-                                 self.settings.hicomer).reranker_name
+        return memory.semantic_source
 
     def add_group(self, team: str, group: MemoryGroup) -> schemas.GroupResponse:
         if group.team != team:

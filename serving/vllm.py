@@ -17,12 +17,12 @@ when the cluster path runs: nothing here is imported on the local profile.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 from memgraft.config import Settings
 from memgraft.models.llm.base import ChatRequest, Completion
-from memgraft.models.llm.openai_backend import LLMServerError
+from memgraft.models.llm.openai_backend import LLMServerError, sampling_of
+from memgraft.models.llm.openai_backend import chat_body as openai_chat_body
 from memgraft.models.registry import display_name
 from serving.settings import ServingSettings
 
@@ -57,23 +57,10 @@ def build_llm(settings: Settings, serving: ServingSettings):
 
 
 def chat_body(request: ChatRequest, model: str, settings: Settings) -> dict[str, Any]:
-    """The OpenAI chat body for one library request, with the profile's sampling defaults."""
+    """The OpenAI chat body for one library request, with the profile's sampling defaults and seed."""
     g = settings.generation
-    body: dict[str, Any] = {
-        "model": model, "messages": request.messages,
-        "temperature": g.temperature if request.temperature is None else request.temperature,
-        "max_tokens": g.max_new_tokens if request.max_new_tokens is None else request.max_new_tokens,
-        "top_p": g.top_p, **({"top_k": g.top_k} if g.top_k else {}),
-        **({"repetition_penalty": g.repetition_penalty} if g.repetition_penalty != 1.0 else {}),
-    }
-    seed = request.seed if request.seed is not None else g.seed
-    if seed is not None:
-        body["seed"] = seed
-    if request.json_schema is not None:
-        name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(request.json_schema.get("title") or "output"))[:64] or "output"
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": name, "schema": request.json_schema, "strict": True}}
-    return body
+    return openai_chat_body(request, model, temperature=g.temperature, max_tokens=g.max_new_tokens,
+                            sampling=sampling_of(g), seed=g.seed)
 
 
 def _first(item: Any) -> Any:

@@ -116,6 +116,14 @@ class CollabMemory:
         return Answer(question, reply.answer, kept, [tuple(d) for d in result.dropped], self._reranker().name,
                       getattr(reply, "usage", None))
 
+    @property
+    def semantic_source(self) -> str:
+        """Where search's S_sem comes from (the cosine fallback names itself), as the retriever reports it."""
+        from memgraft.collab.retriever import ValidityRetriever
+
+        return ValidityRetriever(self.bank, self.embedder, self._reranker(), self.scorer,
+                                 self.settings.hicomer).reranker_name
+
     def memories(self, team: str, *, as_of: datetime | str | None = None) -> list[Memory]:
         return self.bank.memories(team, as_of=parse_time(as_of))
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from memgraft.config import Settings
+from memgraft.config import GenerationSettings, Settings
 from memgraft.models.llm.base import ChatRequest, Completion
 from memgraft.models.registry import display_name
 
@@ -87,8 +87,7 @@ class OpenAICompatibleLLM:
             timeout_s=m.llm_timeout_s, concurrency=m.llm_batch_size,
             max_connections=max(m.llm_batch_size, settings.hgmem.max_in_flight),
             temperature=g.temperature, max_new_tokens=g.max_new_tokens,
-            sampling={"top_p": g.top_p, **({"top_k": g.top_k} if g.top_k else {}),
-                      **({"repetition_penalty": g.repetition_penalty} if g.repetition_penalty != 1.0 else {})},
+            sampling=sampling_of(g),
         )
 
     def close(self) -> None:
@@ -96,21 +95,8 @@ class OpenAICompatibleLLM:
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body for one request (public so callers and tests can see what is sent)."""
-        body: dict[str, Any] = {
-            "model": self.name,
-            "messages": request.messages,
-            "temperature": self.default_temperature if request.temperature is None else request.temperature,
-            "max_tokens": self.default_max_new_tokens if request.max_new_tokens is None else request.max_new_tokens,
-            **self.sampling,  # top_k and repetition_penalty are vLLM's extensions of the OpenAI body
-        }
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _schema_name(request.json_schema), "schema": request.json_schema, "strict": True},
-            }
-        return body
+        return chat_body(request, self.name, temperature=self.default_temperature,
+                         max_tokens=self.default_max_new_tokens, sampling=self.sampling)
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         if len(requests) <= 1:
@@ -150,3 +136,30 @@ class OpenAICompatibleLLM:
             )
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise LLMServerError(f"LLM server {self.url} sent an unreadable answer ({err}): {resp.text[:300]}") from err
+
+
+def sampling_of(g: GenerationSettings) -> dict[str, float]:
+    """The profile's sampling knobs as OpenAI body fields (top_k and repetition_penalty are vLLM's extensions)."""
+    return {"top_p": g.top_p, **({"top_k": g.top_k} if g.top_k else {}),
+            **({"repetition_penalty": g.repetition_penalty} if g.repetition_penalty != 1.0 else {})}
+
+
+def chat_body(request: ChatRequest, model: str, *, temperature: float, max_tokens: int,
+              sampling: dict[str, float], seed: int | None = None) -> dict[str, Any]:
+    """The OpenAI chat-completions body for one library request; its schema, if any, as ``response_format``."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": request.messages,
+        "temperature": temperature if request.temperature is None else request.temperature,
+        "max_tokens": max_tokens if request.max_new_tokens is None else request.max_new_tokens,
+        **sampling,
+    }
+    seed = request.seed if request.seed is not None else seed
+    if seed is not None:
+        body["seed"] = seed
+    if request.json_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": _schema_name(request.json_schema), "schema": request.json_schema, "strict": True},
+        }
+    return body
