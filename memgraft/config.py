@@ -187,21 +187,21 @@ class TrainingSettings(_Section):
     eval_gpus: float = Field(0.0, ge=0)  # GPUs of the Ray task that scores a model
     # updater SFT (TRL SFTTrainer)
     sft_examples: int = Field(0, ge=0)  # training decisions offered (0 = all), balanced over relations
-    sft_max_steps: int = Field(16, gt=0)
+    sft_max_steps: int = Field(48, gt=0)
     sft_batch_size: int = Field(4, gt=0)
     sft_grad_accum: int = Field(1, gt=0)
-    sft_lr: float = Field(2e-4, gt=0.0)
-    sft_save_steps: int = Field(8, gt=0)
+    sft_lr: float = Field(3e-4, gt=0.0)
+    sft_save_steps: int = Field(24, gt=0)
     sft_max_length: int = Field(1024, gt=0)
     # updater GRPO (TRL GRPOTrainer), R = λ1·R_cons + λ2·R_rev + λ3·R_fmt (hicomer.reward_*)
-    grpo_max_steps: int = Field(4, gt=0)
-    grpo_batch_size: int = Field(4, gt=0)  # completions per device per step
+    grpo_max_steps: int = Field(6, gt=0)
+    grpo_batch_size: int = Field(8, gt=0)  # completions per device per step (/ num_generations = prompts)
     grpo_num_generations: int = Field(4, ge=2)
     grpo_max_completion_length: int = Field(112, gt=0)
     grpo_temperature: float = Field(0.8, gt=0.0)
-    grpo_lr: float = Field(2e-5, gt=0.0)
+    grpo_lr: float = Field(5e-6, gt=0.0)
     grpo_beta: float = Field(0.0, ge=0.0)  # KL to the SFT model; 0 loads no reference model
-    grpo_save_steps: int = Field(2, gt=0)
+    grpo_save_steps: int = Field(3, gt=0)
     # validity scorer (its MLP and loss settings are hicomer.validity_*)
     validity_bank: Literal["gold", "rules"] = "gold"
     validity_teams: int = Field(6, gt=0)

@@ -80,7 +80,9 @@ class CollabMemory:
             name = self.policy_name or self.settings.hicomer.updater_policy
             s = self.settings.model_copy(update={"hicomer": self.settings.hicomer.model_copy(
                 update={"updater_policy": name})})
-            self._policy = make_policy(s, llm=self._llm() if name == "llm" else None, embedder=self.embedder)
+            # A trained updater (hicomer.updater_model) loads on its own; else the updater shares the answering LLM.
+            shared = self._llm() if name == "llm" and not s.hicomer.updater_model else None
+            self._policy = make_policy(s, llm=shared, embedder=self.embedder)
         return self._policy
 
     # -- reading -------------------------------------------------------------------------

@@ -131,7 +131,7 @@ def build_bank(path: Path, dataset: Dataset, embedder: Embedder, how: str, setti
 
         policy_settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(
             update={"updater_policy": how})})
-        policy = make_policy(policy_settings, llm=llm, embedder=embedder)
+        policy = make_policy(policy_settings, llm=None if settings.hicomer.updater_model else llm, embedder=embedder)
         updater = Updater(bank, policy, settings.hicomer)
         for g in groups:
             updater.apply(g)

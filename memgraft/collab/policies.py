@@ -249,6 +249,9 @@ def make_policy(settings: "Settings", *, llm: LLM | None = None, embedder: "Embe
         if llm is None:
             from memgraft.models.llm.factory import load_llm
 
+            path = settings.hicomer.updater_model  # a trained updater replaces models.llm for judging only
+            if path:
+                settings = settings.model_copy(update={"models": settings.models.model_copy(update={"llm": path})})
             llm = load_llm(settings)
         return LLMPolicy(llm, settings.generation)
     raise ValueError(f"unknown updater policy {kind!r}: 'llm' or 'rules'")

@@ -1,0 +1,185 @@
+"""The training entry points inside Ray Train, on a tiny model built here (no download, seconds per step).
+
+One SFT run, resumed; one GRPO step from its model; the updater loading the exported
+folder through ``hicomer.updater_model``; the validity scorer's run, resumed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_model(settings, tmp_path_factory):
+    """A 2-layer, 32-wide Llama with SmolLM2's tokenizer (bundled; the cached HF folder)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from memgraft.models.llm.transformers_backend import ensure_hf_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(str(ensure_hf_folder(settings.models.llm, settings.cache_path)))
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model):
+    from memgraft.config import load_settings
+
+    return load_settings("local", [
+        f"training.base_model={tiny_model}", "training.cpus_per_worker=1", "training.teams=2", "training.groups=4",
+        "training.trainable_layers=1", "training.sft_batch_size=2", "training.sft_save_steps=1",
+        "training.eval_instances=3", "training.grpo_batch_size=2", "training.grpo_num_generations=2",
+        "training.grpo_max_completion_length=8", "training.grpo_save_steps=1", "training.grpo_max_steps=1",
+        "models.llm_dtype=float32", "training.validity_teams=4", "training.validity_groups=6",
+        "hicomer.validity_epochs=3"])
+
+
+@pytest.fixture(scope="module")
+def sft_run(ray_local, tiny, tmp_path_factory):
+    """Two SFT steps in Ray Train, then the same run restarted with a third step to take."""
+    from training.updater_sft import run_sft
+
+    out = tmp_path_factory.mktemp("sft")
+    first = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 2})}),
+                    out, evaluate_before=False, evaluate_after=False)
+    second = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 3})}),
+                     out, evaluate_before=False, evaluate_after=False)
+    return out, first, second
+
+
+def test_sft_trains_in_ray_train_and_resumes_at_the_saved_step(sft_run):
+    out, first, second = sft_run
+    assert (first["train"]["step"], first["train"]["resumed_from_step"]) == (2, 0)
+    assert (second["train"]["step"], second["train"]["resumed_from_step"]) == (3, 2)  # one step taken, not three
+    assert second["data"]["sft_records"] > 0 and second["data"]["heldout_sources"] >= 1
+    model = out / "model"
+    names = {p.name for p in model.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= names
+    assert not names & {"optimizer.pt", "scheduler.pt", "trainer_state.json"}  # a model folder, not a checkpoint
+    assert json.loads((out / "metrics.json").read_text())["train"]["step"] == 3
+
+
+def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny):
+    from training.updater_sft import run_sft
+
+    out, _, second = sft_run
+    again = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 3})}),
+                    out, evaluate_before=False, evaluate_after=False)
+    assert again["train"]["checkpoint"] == second["train"]["checkpoint"]  # the restored run's latest
+    assert again["train"]["step"] == 3
+
+
+def test_updater_judges_with_the_trained_checkpoint(sft_run, settings):
+    from memgraft.collab.data.generator import generate
+    from memgraft.collab.policies import LLMPolicy, make_policy, target_from_gold
+    from memgraft.collab.types import Action, Relation
+
+    model = sft_run[0] / "model"
+    s = settings.model_copy(update={
+        "hicomer": settings.hicomer.model_copy(update={"updater_policy": "llm", "updater_model": str(model)}),
+        "generation": settings.generation.model_copy(update={"temperature": 0.0, "max_new_tokens": 256}),
+        "models": settings.models.model_copy(update={"llm_dtype": "float32"})})
+    policy = make_policy(s)
+    assert isinstance(policy, LLMPolicy) and str(model) in policy.name  # the checkpoint, not models.llm
+    row = generate(seed=0, teams=1, groups=2).gold[0]
+    (judgement,) = policy.judge([target_from_gold(row)])  # raises unless the answer is schema-valid
+    assert isinstance(judgement.relation, Relation) and isinstance(judgement.action, Action)
+
+
+def test_evaluation_scores_the_exported_model_in_a_ray_task(sft_run, tiny):
+    from training.updater_data import updater_data
+    from training.updater_eval import evaluate
+
+    data = updater_data(tiny)
+    assert not {r["team"] for r in data.train} & {r["team"] for r in data.eval_rows}  # held out by source
+    scores = evaluate(tiny, str(sft_run[0] / "model"), data.eval_rows)
+    assert scores["instances"] == len(data.eval_rows) == 3
+    assert 0.0 <= scores["conflict_f1"] <= 1.0 and 0.0 <= scores["maintenance_accuracy"] <= 1.0
+    assert scores["valid_json"] == 3  # decoding under the schema, as the updater does
+
+
+def test_grpo_step_in_ray_train_from_the_sft_model(sft_run, tiny, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from training.updater_grpo import run_grpo
+
+    monkeypatch.chdir(sft_run[0])  # a relative --init, as `make train-updater` passes it
+    report = run_grpo(tiny, tmp_path, init="model", evaluate_after=False)
+    train = report["train"]
+    assert (train["step"], train["resumed_from_step"]) == (1, 0)
+    for term in ("r_consistency", "r_revision", "r_format"):  # R's three terms, each logged by TRL
+        assert f"rewards/{term}/mean" in train
+    assert Path(report["init"]) == (sft_run[0] / "model").resolve()
+    assert (tmp_path / "model" / "model.safetensors").exists()
+
+
+def test_validity_scorer_trains_in_ray_train_and_resumes(ray_local, tiny, tmp_path):
+    from memgraft.collab.validity import load_scorer
+    from training.validity_scorer import run_validity
+
+    first = run_validity(tiny, tmp_path)
+    assert (first["train"]["epoch"], first["train"]["resumed_from_epoch"]) == (3, 0)
+    more = tiny.model_copy(update={"hicomer": tiny.hicomer.model_copy(update={"validity_epochs": 4})})
+    second = run_validity(more, tmp_path)
+    assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (4, 3)
+    for name in ("no scorer", "untrained scorer", "trained scorer"):
+        assert set(second[name]) >= {"orr@5", "crr@5", "ndcg@10"}
+    assert second["data"]["train_pairs"] > 0 and not set(second["data"]["train_teams"]) & set(
+        second["data"]["test_teams"])
+    scorer = load_scorer(tmp_path / "scorer.pt")
+    assert scorer.dim == 384
+
+
+def test_sft_under_deepspeed_zero3_on_cpu(ray_local, tiny, tmp_path):
+    """The bundled ZeRO-3 config ("auto" fields filled by HF) on DeepSpeed's CPU accelerator, one CPU worker."""
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM
+
+    from training.updater_sft import run_sft
+
+    s = tiny.model_copy(update={"training": tiny.training.model_copy(update={"deepspeed": "zero3",
+                                                                             "sft_max_steps": 1})})
+    report = run_sft(s, tmp_path, evaluate_before=False, evaluate_after=False)
+    checkpoint = Path(report["train"]["checkpoint"])
+    assert (checkpoint / "global_step1").is_dir()  # DeepSpeed's engine checkpoint, partitioned optimizer states
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "model")  # the 16-bit weights gathered on save
+    assert model.model.layers[0].self_attn.q_proj.weight.shape == (32, 32)
+
+
+def test_deepspeed_setting_names_a_bundled_config_or_a_file(tmp_path):
+    from training.hf_run import deepspeed_config
+
+    assert deepspeed_config("") is None
+    assert deepspeed_config("zero2")["zero_optimization"]["stage"] == 2
+    z3 = deepspeed_config("zero3")
+    assert z3["zero_optimization"]["stage"] == 3 and z3["train_micro_batch_size_per_gpu"] == "auto"
+    own = tmp_path / "ds.json"
+    own.write_text('{"zero_optimization": {"stage": 1}}')
+    assert deepspeed_config(str(own))["zero_optimization"]["stage"] == 1
+    with pytest.raises(FileNotFoundError):
+        deepspeed_config("zero9")
+
+
+def test_cluster_profile_trains_a_hub_model_on_gpu_workers_with_zero3():
+    from memgraft.config import load_settings
+
+    t = load_settings("a100").training
+    assert (t.base_model, t.num_workers, t.use_gpu, t.deepspeed, t.bf16) == (
+        "Qwen/Qwen2.5-3B-Instruct", 8, True, "zero3", True)
+    from training.common import scaling_config
+
+    sc = scaling_config(t)
+    assert sc.num_workers == 8 and sc.use_gpu and sc.resources_per_worker == {"CPU": 8.0, "GPU": 1.0}
