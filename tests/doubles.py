@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Callable, Sequence
+
+import numpy as np
 
 from memgraft.models.llm.base import ChatRequest, Completion
 
@@ -110,3 +114,21 @@ class HGMemScript:
         if title == "Answer":
             return json.dumps({"answer": "scripted answer"})
         raise AssertionError(f"unexpected schema {title!r}")
+
+
+class HashEmbedder:
+    """An :class:`~memgraft.models.embedder.Embedder` over a bag of hashed words in 64 dims, unit
+    length: deterministic and instant. Every call's texts are recorded in ``calls``."""
+
+    def __init__(self, name: str = "hash-64", dim: int = 64):
+        self.name, self.dim = name, dim
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i, int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "little") % self.dim] += 1.0
+            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
+        return out

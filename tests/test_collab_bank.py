@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
-import re
 import sqlite3
 import threading
 from dataclasses import replace
@@ -22,25 +20,10 @@ from memgraft.collab.bank import (
     StaleDecision,
 )
 from memgraft.collab.types import Action, Decision, MemoryGroup, MemoryQuestion, Relation
+from tests.doubles import HashEmbedder
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
-
-class HashEmbedder:
-    """Bag of hashed words in 64 dims, unit length: deterministic and instant."""
-
-    def __init__(self, name: str = "hash-64", dim: int = 64):
-        self.name, self.dim = name, dim
-        self.calls = 0
-
-    def encode(self, texts):
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "little") % self.dim] += 1.0
-            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
-        return out
 
 
 def group(team: str, gid: str, hours: float, *memories: tuple[str, str, str]) -> MemoryGroup:
@@ -284,7 +267,7 @@ def test_reopen_rebuilds_the_index_from_stored_vectors(tmp_path):
     emb = HashEmbedder()
     again = MemoryBank(path, emb)
     assert [(m.memory_id, round(s, 6)) for m, s in again.search("ops", "meeting room C", 5)] == expected
-    assert emb.calls == 1  # only the query was embedded: the memories came from their blobs
+    assert len(emb.calls) == 1  # only the query was embedded: the memories came from their blobs
     again.close()
 
     bare = MemoryBank(path)  # no embedder: vector queries still work, text queries and writes do not

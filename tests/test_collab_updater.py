@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -20,27 +18,10 @@ from memgraft.collab.types import Action, Memory, MemoryGroup, Relation
 from memgraft.collab.updater import MemoEmbedder, Updater
 from memgraft.config import GenerationSettings, HiCoMERSettings, Settings
 from memgraft.models.llm.session import StructuredOutputError
-from tests.doubles import ScriptedLLM
+from tests.doubles import HashEmbedder, ScriptedLLM
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
-
-class HashEmbedder:
-    """Bag of hashed words in 64 dims, unit length: deterministic and instant."""
-
-    name, dim = "hash-64", 64
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def encode(self, texts):
-        self.calls.append(list(texts))
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, int.from_bytes(hashlib.sha1(word.encode()).digest()[:4], "little") % self.dim] += 1.0
-            out[i] /= max(np.linalg.norm(out[i]), 1e-9)
-        return out
 
 
 def group(gid: str, hours: float, *memories: tuple[str, str, str], team: str = "ops") -> MemoryGroup:

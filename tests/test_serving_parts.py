@@ -29,7 +29,7 @@ from serving.proxies import EmbedderProxy, ScorerProxy
 from serving.service import Models, Service
 from serving.settings import from_env, load_profile, split_overrides
 from tests.doubles import ScriptedLLM
-from tests.test_collab_updater import HashEmbedder
+from tests.doubles import HashEmbedder
 
 TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
 LAB = {"Authorization": "Bearer tok-lab-0001"}
