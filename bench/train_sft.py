@@ -5,7 +5,7 @@
 Both sides build the very trainer ``training/updater_sft.py`` trains with
 (:func:`training.updater_sft.sft_trainer`: the bundled SmolLM2 or ``training.base_model``,
 the top ``training.trainable_layers`` blocks trained, the same records in the same order),
-with checkpointing left out so only the training loop is timed:
+with checkpointing off (``save_steps=0``) so only the training loop is timed:
 
 * **plain**: ``trainer.train()`` in this process, torch threads = ``training.cpus_per_worker``;
 * **Ray Train**: a ``TorchTrainer`` with one worker of ``training.cpus_per_worker`` CPUs,
@@ -30,6 +30,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -74,18 +75,46 @@ def machine_busy_cpu_s() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def own_cpu_s() -> float:
-    """CPU-seconds of this process and its descendants (the local Ray and its workers)."""
-    import psutil
+class OwnCpu:
+    """CPU-seconds of this process and its descendants (the local Ray and its workers), sampled while
+    they live: a Ray worker's time would vanish from a tally taken after it exits."""
 
-    total = 0.0
-    for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-        try:
-            c = proc.cpu_times()
-            total += c.user + c.system + c.children_user + c.children_system
-        except psutil.Error:
-            continue
-    return total
+    def __init__(self, interval_s: float = 0.5) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.interval_s = interval_s
+        self.seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="own-cpu", daemon=True)
+
+    def sample(self) -> None:
+        root = self._psutil.Process()
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                c = proc.cpu_times()
+                self.seen[proc.pid] = c.user + c.system
+            except self._psutil.Error:
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def __enter__(self) -> "OwnCpu":
+        self.sample()
+        self.start = dict(self.seen)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    @property
+    def seconds(self) -> float:
+        return sum(v - self.start.get(pid, 0.0) for pid, v in self.seen.items())
 
 
 def run_plain(settings: Settings, model: str, records: list[dict[str, Any]], steps: int, warmup: int) -> dict:
@@ -95,7 +124,7 @@ def run_plain(settings: Settings, model: str, records: list[dict[str, Any]], ste
     set_torch_threads(int(settings.training.cpus_per_worker))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = sft_trainer(settings, model, records, Path(tmp), max_steps=steps, save_steps=steps + 1)
+        trainer = sft_trainer(settings, model, records, Path(tmp), max_steps=steps, save_steps=0)
         clock = TokenClock()
         trainer.add_callback(clock)
         ready = time.perf_counter()
@@ -115,13 +144,16 @@ def bench_loop(config: dict[str, Any]) -> None:
     worker_threads(settings.training)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = sft_trainer(settings, config["model"], config["records"], Path(tmp), max_steps=config["steps"],
-                              save_steps=config["steps"] + 1)
+                              save_steps=0)
         clock = TokenClock()
         trainer.add_callback(clock)
         trainer = prepare_trainer(trainer)
         ready = time.time()
         trainer.train()
-    ray.train.report({**throughput(clock.marks, config["warmup"]), "ready_at": ready})
+    with tempfile.TemporaryDirectory() as tmp:  # Ray Train 2.60 keeps only metrics reported with a checkpoint
+        (Path(tmp) / "done").touch()
+        ray.train.report({**throughput(clock.marks, config["warmup"]), "ready_at": ready},
+                         checkpoint=ray.train.Checkpoint.from_directory(tmp))
 
 
 def run_ray(settings: Settings, model: str, records: list[dict[str, Any]], steps: int, warmup: int,
@@ -170,16 +202,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as storage:
         for i in range(a.repeats):
             for side in ("plain", "ray"):
-                busy0, own0, t0 = machine_busy_cpu_s(), own_cpu_s(), time.perf_counter()
-                r = (run_plain(settings, model, records, a.steps, a.warmup) if side == "plain"
-                     else run_ray(settings, model, records, a.steps, a.warmup, Path(storage)))
+                busy0, t0 = machine_busy_cpu_s(), time.perf_counter()
+                with OwnCpu() as own:
+                    r = (run_plain(settings, model, records, a.steps, a.warmup) if side == "plain"
+                         else run_ray(settings, model, records, a.steps, a.warmup, Path(storage)))
                 wall = time.perf_counter() - t0
-                other = max(0.0, (machine_busy_cpu_s() - busy0) - (own_cpu_s() - own0)) / wall
+                other = max(0.0, (machine_busy_cpu_s() - busy0) - own.seconds) / wall
                 runs.append({"side": side, "repeat": i, **r, "wall_s": wall, "other_cores": other})
     med = {side: statistics.median(r["tokens_per_s"] for r in runs if r["side"] == side) for side in ("plain", "ray")}
     ratio = med["ray"] / med["plain"]
 
     con = Console()
+    if not con.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
+        con = Console(width=max(con.width, 140))
     table = Table(title=f"SFT throughput: {Path(model).name}, {a.steps} steps of {t.sft_batch_size} "
                         f"({a.warmup} warm-up), {t.cpus_per_worker:g} CPUs, top {t.trainable_layers or 'all'} layers")
     for col in ("run", "steps timed", "tokens", "seconds", "tokens/s", "start-up s", "other processes (cores)"):

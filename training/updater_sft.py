@@ -35,7 +35,7 @@ RUN_NAME = "updater-sft"
 
 def sft_trainer(settings: Settings, model_path: str, records: list[dict[str, Any]], output_dir: Path, *,
                 max_steps: int | None = None, save_steps: int | None = None) -> Any:
-    """The TRL SFTTrainer of a run (also what ``bench/train_sft.py`` times with and without Ray)."""
+    """The TRL SFTTrainer of a run, also what ``bench/train_sft.py`` times (``save_steps=0``: no checkpoints)."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -44,10 +44,12 @@ def sft_trainer(settings: Settings, model_path: str, records: list[dict[str, Any
     from training.hf_run import freeze_lower_layers, hf_args
 
     t = settings.training
+    kwargs = hf_args(t, output_dir, max_steps=max_steps or t.sft_max_steps, batch_size=t.sft_batch_size,
+                     grad_accum=t.sft_grad_accum, lr=t.sft_lr, save_steps=save_steps or t.sft_save_steps)
+    if save_steps == 0:
+        kwargs["save_strategy"] = "no"
     # Arguments first: under ZeRO-3 they make from_pretrained load the weights already partitioned.
-    args = SFTConfig(**hf_args(t, output_dir, max_steps=max_steps or t.sft_max_steps, batch_size=t.sft_batch_size,
-                               grad_accum=t.sft_grad_accum, lr=t.sft_lr, save_steps=save_steps or t.sft_save_steps),
-                     max_length=t.sft_max_length, completion_only_loss=True)
+    args = SFTConfig(**kwargs, max_length=t.sft_max_length, completion_only_loss=True)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     freeze_lower_layers(model, t.trainable_layers)
