@@ -175,10 +175,11 @@ def py_spy_record(pid: int, seconds: float, path: Path) -> subprocess.Popen | No
 
 
 PARTS = (  # a sampled stack belongs to the part named by its innermost frame that names one
-    ("query embedding", ("sentence_transformers/", "torch/", "transformers/", "models/embedder.py")),
+    ("query embedding", ("sentence_transformers/", "torch/", "transformers/", "models/embedder.py",
+                         "models/batching.py")),
     ("HTML/JSON trace", ("hgmem/export.py", "json/encoder.py", "pathlib.py")),
-    ("LLM client (httpx)", ("httpx/", "httpcore/", "h11/", "llm/openai_backend.py", "ssl.py", "socket.py",
-                            "selectors.py", "anyio/")),
+    ("LLM client (HTTP)", ("urllib3/", "http/client.py", "httpx/", "httpcore/", "h11/", "llm/openai_backend.py",
+                           "ssl.py", "socket.py", "selectors.py", "anyio/")),
     ("retrieval (search, rank, graph walks)", ("hgmem/retrieval.py", "graph/store.py", "graph/vector_index.py",
                                                "numpy/", "faiss/")),
     ("memory, prompts, validation", ("hgmem/memory.py", "hgmem/prompts.py", "hgmem/loop.py", "hgmem/methods.py",

@@ -42,6 +42,7 @@ class QuestionWorker:
 
     def __init__(self, graph: str, settings: Settings, llm: LLM | None):
         from memgraft.graph.store import GraphStore
+        from memgraft.models.batching import BatchingEmbedder
         from memgraft.models.embedder import load_embedder
 
         self.settings = settings
@@ -49,7 +50,8 @@ class QuestionWorker:
         # the CPU, and a short query on 2 threads of a busy machine is ~25x slower.
         query_settings = settings.model_copy(deep=True)
         query_settings.models.torch_threads = 1
-        self.store = GraphStore.load(graph, load_embedder(query_settings))
+        # The worker's threads embed their queries together: one model call per burst.
+        self.store = GraphStore.load(graph, BatchingEmbedder(load_embedder(query_settings)))
         if llm is None:  # an OpenAI-compatible server: each worker is a client of it
             from memgraft.models.llm import load_llm
 
@@ -119,6 +121,19 @@ def auto_workers(settings: Settings) -> int:
     return max(1, math.ceil(settings.hgmem.max_in_flight / max(1, settings.hgmem.questions_per_worker)))
 
 
+def placeable_workers(settings: Settings, wanted: int, engine: bool) -> int:
+    """``wanted`` capped by the CPUs the Ray cluster has for them (after the shared engine's):
+    a worker that can never be placed would hold its questions forever."""
+    cpus = float(ray.cluster_resources().get("CPU", 0.0))
+    if engine:
+        cpus -= settings.pipeline.actor_cpus
+    fit = max(1, int(cpus / settings.pipeline.actor_cpus + 1e-9)) if settings.pipeline.actor_cpus > 0 else wanted
+    if fit < wanted:
+        log.warning("%d question workers of %s CPUs each do not fit in this cluster's %.1f CPUs; using %d",
+                    wanted, settings.pipeline.actor_cpus, cpus, fit)
+    return min(wanted, fit)
+
+
 def run_answers(settings: Settings, graph: str, questions: str, output: str, method: str,
                 *, limit: int | None = None, retry_failed: bool = False, workers: int = 0,
                 llm: LLM | None = None) -> dict[str, Any]:
@@ -134,10 +149,11 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     if not ray.is_initialized():
         ray.init(configure_logging=False)
     t0 = time.perf_counter()
+    engine = llm is None and settings.models.llm_backend != "openai"
     if llm is None:
         llm = start_llm(settings)
     in_flight_cap = max(1, settings.hgmem.max_in_flight)
-    workers = workers or auto_workers(settings)
+    workers = placeable_workers(settings, workers or auto_workers(settings), engine)
     per_worker = math.ceil(in_flight_cap / workers)
     pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker)
             .remote(graph, settings, llm) for _ in range(workers)]

@@ -124,3 +124,17 @@ def test_auto_workers_caps_questions_per_worker(settings):
     assert auto_workers(s(256, 64)) == 4
     assert auto_workers(s(65, 64)) == 2
     assert auto_workers(s(3, 0)) == 3  # a zero cap reads as one question per worker
+
+
+def test_workers_are_capped_to_the_cpus_that_can_place_them(monkeypatch, settings):
+    """A worker that cannot be placed would hold its questions forever: ask for 8 on 2 CPUs, get what fits."""
+    import ray
+
+    from pipelines.answer_queries import placeable_workers
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    s = settings.model_copy(deep=True)
+    s.pipeline.actor_cpus = 0.5
+    assert placeable_workers(s, 8, engine=False) == 4
+    assert placeable_workers(s, 8, engine=True) == 3  # the shared engine's CPUs come first
+    assert placeable_workers(s, 2, engine=True) == 2

@@ -248,6 +248,10 @@ def test_html_steps(tmp_path):
     assert text.count("<svg") == 3
     assert text.count(escape(NASTY)) >= 2
     _assert_standalone(text)
+    # one layout for the whole trace: an entity stays where it was from step to step
+    places = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', text.split("<h2>Step 2</h2>")[1].split("<h2>")[0])
+    later = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', text.split("<h2>Step 3</h2>")[1])
+    assert places and places == later
     with pytest.raises(ValueError):
         to_html_steps(snaps, tmp_path / "x.html", labels=["only one"])
 

@@ -97,10 +97,8 @@ def _short(text: str, n: int = 28) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _svg(mem: HypergraphMemory, seed: int) -> str:
-    g = to_networkx(mem)
-    pos = _layout(g, seed)
-    if not pos:
+def _svg(mem: HypergraphMemory, pos: dict[str, tuple[float, float]]) -> str:
+    if not mem.vertices() and not mem.active_points():
         return '<p class="empty">(memory is empty)</p>'
     parts = [f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="hypergraph memory">']
     for i, p in enumerate(mem.active_points()):
@@ -149,13 +147,12 @@ def _table(mem: HypergraphMemory) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
 
 
-def _section(memory: MemoryLike, heading: str, seed: int) -> str:
-    mem = _as_memory(memory)
+def _section(mem: HypergraphMemory, heading: str, pos: dict[str, tuple[float, float]]) -> str:
     size = mem.size
     summary = (f'{size["active_points"]} active memory points ({size["all_points"]} made), '
                f'{size["vertices"]} entities, {size["chunks"]} chunks')
     return (f"<section><h2>{escape(heading)}</h2><p class=\"summary\">{escape(summary)}</p>\n"
-            f"{_svg(mem, seed)}\n{_table(mem)}</section>")
+            f"{_svg(mem, pos)}\n{_table(mem)}</section>")
 
 
 _CSS = """
@@ -182,18 +179,24 @@ def _page(title: str, sections: Iterable[str]) -> str:
 def to_html(memory: MemoryLike, path: str | Path, title: str = "HGMem working memory",
             seed: int = 0) -> Path:
     """One standalone HTML file: the memory drawn as SVG, then a table of its points."""
+    mem = _as_memory(memory)
     path = Path(path)
-    path.write_text(_page(title, [_section(memory, "Memory", seed)]), encoding="utf-8")
+    path.write_text(_page(title, [_section(mem, "Memory", _layout(to_networkx(mem), seed))]), encoding="utf-8")
     return path
 
 
 def to_html_steps(snapshots: list[MemoryLike], path: str | Path, title: str = "HGMem memory trace",
                   labels: list[str] | None = None, seed: int = 0) -> Path:
-    """A trace in one file: one section per step's snapshot, in order."""
+    """A trace in one file: one section per step's snapshot, in order.
+
+    All steps share one layout of every node any step shows, so an entity keeps its
+    place from step to step and the eye sees only what changed (and the layout, the
+    costly part, runs once per trace rather than once per step)."""
     if labels is not None and len(labels) != len(snapshots):
         raise ValueError(f"{len(labels)} labels for {len(snapshots)} snapshots")
     headings = labels or [f"Step {i}" for i in range(len(snapshots))]
+    mems = [_as_memory(s) for s in snapshots]
+    pos = _layout(nx.compose_all([to_networkx(m) for m in mems]), seed) if mems else {}
     path = Path(path)
-    path.write_text(_page(title, [_section(s, h, seed) for s, h in zip(snapshots, headings)]),
-                    encoding="utf-8")
+    path.write_text(_page(title, [_section(m, h, pos) for m, h in zip(mems, headings)]), encoding="utf-8")
     return path

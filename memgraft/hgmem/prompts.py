@@ -8,7 +8,8 @@ model decoding under the grammar cannot ramble past its token budget.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from functools import lru_cache
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, Field, create_model
 
@@ -139,11 +140,27 @@ Answer as JSON: {{"answer": "..."}}"""
 # decoder cannot invent one; with an empty memory there is nothing to update, and
 # the step must insert at least one point.
 
-def _ids(point_ids: list[str]) -> Any:
-    return Literal[tuple(point_ids)]  # type: ignore[valid-type]
+def _ids(point_ids: tuple[str, ...]) -> Any:
+    return Literal[point_ids]  # type: ignore[valid-type]
 
 
-def sufficiency_model(point_ids: list[str]) -> type[BaseModel]:
+# Building a pydantic model costs milliseconds, and ids run p1, p2, ... in every question,
+# so the same few shapes recur across the questions a driver worker runs: build each once.
+
+def sufficiency_model(point_ids: Sequence[str]) -> type[BaseModel]:
+    return _sufficiency_model(tuple(point_ids))
+
+
+def evolution_model(point_ids: Sequence[str], update: bool) -> type[BaseModel]:
+    return _evolution_model(tuple(point_ids), update)
+
+
+def merging_model(point_ids: Sequence[str]) -> type[BaseModel]:
+    return _merging_model(tuple(point_ids))
+
+
+@lru_cache(maxsize=1024)
+def _sufficiency_model(point_ids: tuple[str, ...]) -> type[BaseModel]:
     if not point_ids:
         return SufficiencyJudgement
     concern = create_model("Concern", __base__=Concern,
@@ -152,7 +169,8 @@ def sufficiency_model(point_ids: list[str]) -> type[BaseModel]:
                         concerns=(list[concern], Field(default_factory=list, max_length=3)))
 
 
-def evolution_model(point_ids: list[str], update: bool) -> type[BaseModel]:
+@lru_cache(maxsize=1024)
+def _evolution_model(point_ids: tuple[str, ...], update: bool) -> type[BaseModel]:
     if not point_ids or not update:
         required = 1 if not point_ids else 0
         return create_model("InsertOnly", __base__=InsertOnly,
@@ -162,7 +180,8 @@ def evolution_model(point_ids: list[str], update: bool) -> type[BaseModel]:
                         updates=(list[point_update], Field(default_factory=list, max_length=4)))
 
 
-def merging_model(point_ids: list[str]) -> type[BaseModel]:
+@lru_cache(maxsize=1024)
+def _merging_model(point_ids: tuple[str, ...]) -> type[BaseModel]:
     merge = create_model("PointMerge", __base__=PointMerge,
                          point_ids=(list[_ids(point_ids)], Field(min_length=2, max_length=4)))
     return create_model("Merging", __base__=Merging, merges=(list[merge], Field(default_factory=list, max_length=2)))

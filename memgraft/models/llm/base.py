@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
@@ -61,8 +62,14 @@ class StructuredResult(Generic[T]):
 
 
 def schema_for(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema a decoder is constrained to for ``model``."""
-    return model.model_json_schema()
+    """The JSON schema a decoder is constrained to for ``model`` (a fresh dict: callers may change it)."""
+    return json.loads(_schema_json(model))
+
+
+@lru_cache(maxsize=1024)
+def _schema_json(model: type[BaseModel]) -> str:
+    # pydantic rebuilds the schema on every call (milliseconds); a driver asks for the same few per question.
+    return json.dumps(model.model_json_schema())
 
 
 def parse_json_as(model: type[T], text: str) -> T:

@@ -5,17 +5,22 @@ them together. Schemas travel as ``response_format`` ``json_schema`` (strict),
 which vLLM turns into constrained decoding. Connection failures, 429 and 5xx
 answers are retried with exponential backoff; anything else fails at once with
 an error naming the URL.
+
+The client is urllib3's pool rather than httpx: a driver worker runs dozens of
+questions in threads through one client, and under that load httpx spent about
+twice the CPU per request (``bench/driver.py`` splits the worker's time).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-import httpx
+import urllib3
 
 from memgraft.config import GenerationSettings, Settings
 from memgraft.models.llm.base import ChatRequest, Completion
@@ -67,13 +72,14 @@ class OpenAICompatibleLLM:
         self.retries = retries
         self.backoff_s = backoff_s
         self.concurrency = max(1, concurrency)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            timeout=timeout_s, headers=headers,
-            # The pool is shared by every thread of a process (a driver worker runs many
-            # questions at once), so it may be wider than one batch's fan-out.
-            limits=httpx.Limits(max_connections=max(self.concurrency, max_connections or 0),
-                                max_keepalive_connections=max(self.concurrency, max_connections or 0)),
+        self._headers = {"Content-Type": "application/json",
+                         **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+        # The pool is shared by every thread of a process (a driver worker runs many
+        # questions at once), so it may be wider than one batch's fan-out.
+        self._pool = urllib3.PoolManager(
+            maxsize=max(self.concurrency, max_connections or 0), block=False,
+            timeout=urllib3.Timeout(connect=min(timeout_s, 30.0), read=timeout_s),
+            retries=False,  # retries are ours: with backoff, and only for the statuses above
         )
 
     @classmethod
@@ -91,7 +97,7 @@ class OpenAICompatibleLLM:
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.clear()
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body for one request (public so callers and tests can see what is sent)."""
@@ -105,27 +111,27 @@ class OpenAICompatibleLLM:
             return list(pool.map(self._post, requests))
 
     def _post(self, request: ChatRequest) -> Completion:
-        body = self.body(request)
+        payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
         last = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
-                resp = self._client.post(self.url, json=body)
-            except httpx.TransportError as err:  # refused, reset, timed out
+                resp = self._pool.request("POST", self.url, body=payload, headers=self._headers)
+            except urllib3.exceptions.HTTPError as err:  # refused, reset, timed out
                 last = f"{type(err).__name__}: {err}"
                 continue
-            if resp.status_code in RETRY_STATUS:
-                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+            if resp.status in RETRY_STATUS:
+                last = f"HTTP {resp.status}: {_text(resp)[:300]}"
                 continue
-            if resp.status_code >= 400:
-                raise LLMServerError(f"LLM server {self.url} rejected the request: HTTP {resp.status_code}: {resp.text[:500]}")
+            if resp.status >= 400:
+                raise LLMServerError(f"LLM server {self.url} rejected the request: HTTP {resp.status}: {_text(resp)[:500]}")
             return self._completion(resp)
         raise LLMServerError(f"LLM server {self.url} failed after {self.retries + 1} attempts: {last}")
 
-    def _completion(self, resp: httpx.Response) -> Completion:
+    def _completion(self, resp: urllib3.BaseHTTPResponse) -> Completion:
         try:
-            data = resp.json()
+            data = json.loads(resp.data)
             choice = data["choices"][0]
             usage = data.get("usage") or {}
             return Completion(
@@ -135,7 +141,11 @@ class OpenAICompatibleLLM:
                 finish_reason=choice.get("finish_reason") or "stop",
             )
         except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise LLMServerError(f"LLM server {self.url} sent an unreadable answer ({err}): {resp.text[:300]}") from err
+            raise LLMServerError(f"LLM server {self.url} sent an unreadable answer ({err}): {_text(resp)[:300]}") from err
+
+
+def _text(resp: urllib3.BaseHTTPResponse) -> str:
+    return resp.data.decode("utf-8", errors="replace")
 
 
 def sampling_of(g: GenerationSettings) -> dict[str, float]:
