@@ -3,7 +3,8 @@
 Questions run in worker actors and each sends its LLM requests here; the
 engine gathers requests that arrive close together (up to ``llm_batch_size``,
 waiting at most ``batch_wait_ms``) and decodes them as one batch, so questions
-batch with each other. Used for the in-process backends (transformers,
+batch with each other. A caller that times out cancels its call, and the
+engine drops that call's requests before they are decoded. Used for the in-process backends (transformers,
 vLLM); an OpenAI-compatible server already batches, so workers call it
 directly.
 """
@@ -17,13 +18,13 @@ import ray
 
 from memgraft.config import Settings
 from memgraft.models.llm import load_llm
-from memgraft.models.llm.base import ChatRequest, Completion
+from memgraft.models.llm.base import LLM, ChatRequest, Completion
 
 
 @ray.remote
 class LLMEngine:
-    def __init__(self, settings: Settings, batch_wait_ms: float = 20.0):
-        self.llm = load_llm(settings)
+    def __init__(self, settings: Settings, batch_wait_ms: float = 20.0, llm: LLM | None = None):
+        self.llm = llm if llm is not None else load_llm(settings)
         self.batch_size = max(1, settings.models.llm_batch_size)
         self.wait_s = batch_wait_ms / 1000
         self.queue: asyncio.Queue | None = None
@@ -62,12 +63,16 @@ class LLMEngine:
                     batch.append(await asyncio.wait_for(self.queue.get(), timeout))
                 except asyncio.TimeoutError:
                     break
+            batch = [(r, fut) for r, fut in batch if not fut.done()]  # drop what a timed-out caller cancelled
+            if not batch:
+                continue
             self.batches += 1
             self.requests += len(batch)
             try:
                 outs = await loop.run_in_executor(None, self.llm.generate, [r for r, _ in batch])
                 for (_, fut), out in zip(batch, outs):
-                    fut.set_result(out)
+                    if not fut.done():  # its caller may have given up while the batch ran
+                        fut.set_result(out)
             except Exception as err:  # every waiting question hears what went wrong
                 for _, fut in batch:
                     if not fut.done():
@@ -83,4 +88,12 @@ class EngineClient:
         self.timeout_s = timeout_s
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return ray.get(self.handle.generate.remote(list(requests)), timeout=self.timeout_s)
+        ref = self.handle.generate.remote(list(requests))
+        try:
+            return ray.get(ref, timeout=self.timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            # Cancel the call so the engine drops the requests it has not started decoding
+            # (a batch already decoding runs to its end; its answers for us are discarded).
+            ray.cancel(ref)
+            raise TimeoutError(f"the LLM engine did not answer {len(requests)} request(s) within "
+                               f"models.llm_timeout_s={self.timeout_s} s; they were cancelled") from None

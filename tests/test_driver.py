@@ -138,3 +138,37 @@ def test_workers_are_capped_to_the_cpus_that_can_place_them(monkeypatch, setting
     assert placeable_workers(s, 8, engine=False) == 4
     assert placeable_workers(s, 8, engine=True) == 3  # the shared engine's CPUs come first
     assert placeable_workers(s, 2, engine=True) == 2
+
+
+def test_a_timed_out_engine_call_is_cancelled_before_it_is_decoded(ray_local, settings):
+    """The engine decodes one batch at a time; a call that times out while queued is never decoded."""
+    import ray
+
+    from memgraft.models.llm.base import ChatRequest, Completion
+    from pipelines.engine import EngineClient, LLMEngine
+
+    class SlowLLM:
+        name = "slow"
+
+        def __init__(self):
+            self.seen: list[str] = []  # what was decoded (inside the actor; read back below)
+
+        def generate(self, requests):
+            self.seen += [r.messages[-1]["content"] for r in requests]
+            time.sleep(1.5)
+            return [Completion(text="{}", prompt_tokens=1, completion_tokens=1) for _ in requests]
+
+    s = settings.model_copy(deep=True)
+    s.models.llm_batch_size = 8
+    engine = LLMEngine.options(num_cpus=0, max_concurrency=16).remote(s, 5.0, SlowLLM())
+    patient = EngineClient(engine, "slow", timeout_s=30)
+    hasty = EngineClient(engine, "slow", timeout_s=0.3)
+    first = patient.handle.generate.remote([ChatRequest([{"role": "user", "content": "first"}])])
+    time.sleep(0.3)  # "first" is decoding now
+    with pytest.raises(TimeoutError, match="cancelled"):
+        hasty.generate([ChatRequest([{"role": "user", "content": "too late"}])])
+    assert ray.get(first)[0].text == "{}"
+    assert patient.generate([ChatRequest([{"role": "user", "content": "next"}])])[0].text == "{}"
+    decoded = ray.get(engine.__ray_call__.remote(lambda self: self.llm.seen))
+    assert decoded == ["first", "next"]  # "too late" was dropped, not decoded
+    assert ray.get(engine.stats.remote())["requests"] == 2
