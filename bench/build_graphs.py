@@ -45,6 +45,8 @@ from typing import Any, Iterator
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import machine_busy_cpu_s  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
@@ -152,11 +154,6 @@ class ProcessSampler:
             self.sample()
 
 
-def machine_busy_cpu_s() -> float:
-    """CPU-seconds the whole machine has been busy since boot (all but idle and iowait)."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_quiet(max_wait_s: float, threshold: float = 0.15, quiet_for: int = 3, window_s: float = 2.0) -> float:

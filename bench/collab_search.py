@@ -52,6 +52,8 @@ from typing import Any, Callable
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import machine_busy_cpu_s, percentile  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -64,10 +66,6 @@ TEAM = "bench"
 # -- machine ------------------------------------------------------------------------------------
 
 
-def machine_busy_cpu_s() -> float:
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu_s() -> float:
@@ -192,9 +190,8 @@ def ms(f: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    s = sorted(xs)
-    pick = lambda q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))]  # noqa: E731
-    return {"n": len(s), "mean": statistics.mean(s), "p50": pick(0.50), "p99": pick(0.99), "max": s[-1]}
+    return {"n": len(xs), "mean": statistics.mean(xs), "p50": percentile(xs, 0.50), "p99": percentile(xs, 0.99),
+            "max": max(xs)}
 
 
 def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:

@@ -44,6 +44,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import machine_busy_cpu_s, percentile  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -53,10 +55,6 @@ APP = "memgraft-bench"
 # -- machine ------------------------------------------------------------------------------------
 
 
-def machine_busy_cpu_s() -> float:
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class Phase:
@@ -75,9 +73,8 @@ class Phase:
 
 
 def summary(latencies_ms: list[float], wall_s: float, errors: int) -> dict[str, Any]:
-    s = sorted(latencies_ms)
-    pick = lambda q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")  # noqa: E731
-    return {"n": len(s), "errors": errors, "p50_ms": pick(0.50), "p99_ms": pick(0.99),
+    s = latencies_ms
+    return {"n": len(s), "errors": errors, "p50_ms": percentile(s, 0.50), "p99_ms": percentile(s, 0.99),
             "mean_ms": statistics.mean(s) if s else float("nan"), "rps": len(s) / wall_s if wall_s else 0.0,
             "wall_s": wall_s}
 

@@ -39,6 +39,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import machine_busy_cpu_s  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -68,11 +70,6 @@ def throughput(marks: list[tuple[float, float]], warmup: int) -> dict[str, float
             "tokens_per_s": (n1 - n0) / (t1 - t0)}
 
 
-def machine_busy_cpu_s() -> float:
-    """CPU-seconds the whole machine has been busy since boot (all but idle and iowait)."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class OwnCpu:

@@ -8,7 +8,8 @@ import numpy as np
 
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.data import Dataset
-from memgraft.collab.types import MemoryGroup
+from memgraft.collab.evaluate import build_bank
+from memgraft.config import Settings
 
 
 class PrecomputedEmbedder:
@@ -32,18 +33,7 @@ class PrecomputedEmbedder:
 
 
 def bank_from_gold(data: Dataset, path: str | Path, embedder) -> MemoryBank:
-    """Apply every group of ``data`` with the gold decisions made while applying it, in stream order."""
+    """The harness's gold replay (``evaluate.build_bank(..., "gold")``), with every text embedded in one batch."""
     texts = [m["content"] for g in data.groups for m in g["memories"]] + [d["maintained"] for d in data.gold]
-    bank = MemoryBank(path, PrecomputedEmbedder(embedder, texts))
-    gold: dict[tuple[str, str], list[dict]] = {}
-    for d in data.gold:
-        gold.setdefault((d["team"], d["group_id"]), []).append(d)
-    for row in data.groups:
-        group = MemoryGroup.model_validate(row)
-        with bank.group_transaction(group) as tx:
-            tx.add_memories()
-            for d in gold.get((group.team, group.group_id), []):
-                tx.decide(d["memory_id"], level=d["level"], relation=d["relation"], action=d["action"],
-                          decided_by="gold", after=d["maintained"] if d["action"] == "revise" else None,
-                          valid_after=d["valid"])
+    bank, _ = build_bank(Path(path), data, PrecomputedEmbedder(embedder, texts), "gold", Settings())
     return bank

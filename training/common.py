@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+import typer
+
 from memgraft.config import Settings, TrainingSettings, load_settings
 
 if TYPE_CHECKING:
@@ -28,6 +30,14 @@ if TYPE_CHECKING:
 
 
 # -- settings and Ray -------------------------------------------------------------------------
+
+
+# The options every training entry point takes (typer reads these as the parameters' defaults).
+PROFILE_OPTION = typer.Option("local", "--profile", "--config", help="configs/<name>.yaml or a YAML path")
+SET_OPTION = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)")
+RESUME_OPTION = typer.Option(True, "--resume/--no-resume", help="continue from the run's last checkpoint")
+RAY_ADDRESS_OPTION = typer.Option(None, "--ray-address", help="local|auto|ADDRESS")
+
 
 
 def load(profile: str, sets: Sequence[str]) -> Settings:

@@ -30,7 +30,7 @@ import typer
 
 from memgraft.collab.rewards import GoldDecision, consistency_reward, format_reward, revision_reward
 from memgraft.config import Settings
-from training.common import fit, init_ray, load, loadable, storage_path, write_json
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, loadable, storage_path, write_json)
 
 RUN_NAME = "updater-grpo"
 
@@ -139,11 +139,11 @@ app = typer.Typer(add_completion=False, help=__doc__)
 def main(
     init: Optional[str] = typer.Option(None, "--init", help="model to start from (the SFT output's model/)"),
     output: str = typer.Option("out/train/updater/grpo", "--output", help="model/, metrics.json, ray/ (checkpoints)"),
-    profile: str = typer.Option("local", "--profile", "--config", help="configs/<name>.yaml or a YAML path"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
-    resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the run's last checkpoint"),
+    profile: str = PROFILE_OPTION,
+    set_: list[str] = SET_OPTION,
+    resume: bool = RESUME_OPTION,
     eval_: bool = typer.Option(True, "--eval/--no-eval", help="score the trained model on held-out decisions"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="local|auto|ADDRESS"),
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     from training.updater_eval import print_scores
 

@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
-from training.common import fit, init_ray, load, storage_path, write_json
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, storage_path, write_json)
 
 RUN_NAME = "updater-sft"
 
@@ -105,11 +105,11 @@ app = typer.Typer(add_completion=False, help=__doc__)
 @app.command()
 def main(
     output: str = typer.Option("out/train/updater/sft", "--output", help="model/, metrics.json, ray/ (checkpoints)"),
-    profile: str = typer.Option("local", "--profile", "--config", help="configs/<name>.yaml or a YAML path"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
-    resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the run's last checkpoint"),
+    profile: str = PROFILE_OPTION,
+    set_: list[str] = SET_OPTION,
+    resume: bool = RESUME_OPTION,
     eval_: bool = typer.Option(True, "--eval/--no-eval", help="score the base model and the trained one"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="local|auto|ADDRESS"),
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     from training.updater_eval import print_scores
 

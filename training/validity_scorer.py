@@ -34,7 +34,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
-from training.common import fit, init_ray, load, storage_path, write_json
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, storage_path, write_json)
 
 RUN_NAME = "validity-scorer"
 STATE_FILE = "state.pt"  # scorer, optimizer and epoch: what a restarted worker resumes from
@@ -189,10 +189,10 @@ app = typer.Typer(add_completion=False, help=__doc__)
 @app.command()
 def main(
     output: str = typer.Option("out/train/validity", "--output", help="scorer.pt, the bank, metrics.json, ray/"),
-    profile: str = typer.Option("local", "--profile", "--config", help="configs/<name>.yaml or a YAML path"),
-    set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
-    resume: bool = typer.Option(True, "--resume/--no-resume", help="continue from the run's last checkpoint"),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="local|auto|ADDRESS"),
+    profile: str = PROFILE_OPTION,
+    set_: list[str] = SET_OPTION,
+    resume: bool = RESUME_OPTION,
+    ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     settings = load(profile, set_)
     print_report(run_validity(settings, output, resume=resume, ray_address=ray_address))

@@ -78,11 +78,9 @@ class CollabMemory:
             from memgraft.collab.policies import make_policy
 
             name = self.policy_name or self.settings.hicomer.updater_policy
-            s = self.settings.model_copy(update={"hicomer": self.settings.hicomer.model_copy(
-                update={"updater_policy": name})})
             # A trained updater (hicomer.updater_model) loads on its own; else the updater shares the answering LLM.
-            shared = self._llm() if name == "llm" and not s.hicomer.updater_model else None
-            self._policy = make_policy(s, llm=shared, embedder=self.embedder)
+            shared = self._llm() if name == "llm" and not self.settings.hicomer.updater_model else None
+            self._policy = make_policy(self.settings, kind=name, llm=shared, embedder=self.embedder)
         return self._policy
 
     # -- reading -------------------------------------------------------------------------
@@ -106,9 +104,7 @@ class CollabMemory:
         hits = self.search(team, question, k=k, as_of=when)
         t0, t_now = self.bank.time_span(team, when)
         if self._judge is None:  # conflicts among the evidence: the rules policy, cheap and deterministic
-            self._judge = ConflictJudge(make_policy(self.settings.model_copy(update={
-                "hicomer": self.settings.hicomer.model_copy(update={"updater_policy": "rules"})}),
-                embedder=self.embedder))
+            self._judge = ConflictJudge(make_policy(self.settings, kind="rules", embedder=self.embedder))
         memories = [h.memory for h in hits]
         result = resolve(memories, self._judge.contradicts(memories, t_now), settings=self.settings.hicomer,
                          t0=t0, t_now=t_now)

@@ -26,10 +26,10 @@ from typing import Any, Callable, Sequence
 from memgraft.collab import metrics
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.conflicts import ConflictJudge
-from memgraft.collab.baselines import (DenseRetriever, HybridRetriever, MemoryRetriever, Ranked, RecencyRetriever,
+from memgraft.collab.baselines import (DenseRetriever, HybridRetriever, MemoryRetriever, RecencyRetriever,
                                        RelevanceRecencyImportance, RerankRetriever)
 from memgraft.collab.data import Dataset, Row
-from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryQuestion, Relation, as_utc
+from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryQuestion, Relation
 from memgraft.config import Settings
 from memgraft.ids import content_hash
 from memgraft.models.embedder import Embedder
@@ -129,9 +129,7 @@ def build_bank(path: Path, dataset: Dataset, embedder: Embedder, how: str, setti
         from memgraft.collab.policies import make_policy
         from memgraft.collab.updater import Updater
 
-        policy_settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(
-            update={"updater_policy": how})})
-        policy = make_policy(policy_settings, llm=None if settings.hicomer.updater_model else llm, embedder=embedder)
+        policy = make_policy(settings, kind=how, llm=None if settings.hicomer.updater_model else llm, embedder=embedder)
         updater = Updater(bank, policy, settings.hicomer)
         for g in groups:
             updater.apply(g)
@@ -263,8 +261,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                                        "last_loss": losses[-1] if losses else None,
                                        "seconds": time.perf_counter() - started}
 
-    rules_policy = make_policy(settings.model_copy(update={"hicomer": settings.hicomer.model_copy(
-        update={"updater_policy": "rules"})}), embedder=embedder)
+    rules_policy = make_policy(settings, kind="rules", embedder=embedder)
     methods = []
     for name in options.methods:
         spec = METHODS[name]

@@ -240,9 +240,11 @@ class LLMPolicy:
         return out
 
 
-def make_policy(settings: "Settings", *, llm: LLM | None = None, embedder: "Embedder | None" = None) -> UpdatePolicy:
-    """The policy ``settings.hicomer.updater_policy`` names; ``llm`` loads from the settings when not given."""
-    kind = settings.hicomer.updater_policy
+def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | None = None,
+                embedder: "Embedder | None" = None) -> UpdatePolicy:
+    """The policy ``kind`` names (default ``settings.hicomer.updater_policy``: ``llm`` or ``rules``);
+    ``llm`` loads from the settings when not given."""
+    kind = kind or settings.hicomer.updater_policy
     if kind == "rules":
         return RulesPolicy(embedder=embedder)
     if kind == "llm":
