@@ -23,7 +23,7 @@ from memgraft.models.llm.session import StructuredOutputError
 from serving.access import Forbidden, Unauthorized
 from serving.chat import Unsupported
 from serving.names import BadName
-from serving.service import AlreadyApplied, ModelFailed, NotFound, TeamMismatch
+from serving.service import AlreadyApplied, NotFound, TeamMismatch
 
 log = logging.getLogger("ray.serve")
 
@@ -36,7 +36,7 @@ STATUS: dict[type[BaseException], int] = {
     BankError: 400,
     ValueError: 400,
     BadName: 422, TeamMismatch: 422, Unsupported: 422, ValidationError: 422,
-    ModelFailed: 502, StructuredOutputError: 502, LLMServerError: 502,
+    StructuredOutputError: 502, LLMServerError: 502,
     TimeoutError: 504,
 }
 

@@ -20,7 +20,7 @@ from memgraft.collab.bank import MemoryBank
 from memgraft.collab.types import MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
-from memgraft.hgmem.methods import answer_record
+from memgraft.hgmem.methods import record_answer
 from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
@@ -39,10 +39,6 @@ class AlreadyApplied(RuntimeError):
 
 class TeamMismatch(ValueError):
     """A group whose ``team`` field names another team than the URL: 422."""
-
-
-class ModelFailed(RuntimeError):
-    """The model could not produce an answer (invalid output after retries, a backend error): 502."""
 
 
 @dataclass
@@ -95,9 +91,8 @@ class Service:
     def query(self, graph: str, body: schemas.QueryRequest) -> schemas.QueryResponse:
         store = self.graph(graph)
         record = {"id": uuid.uuid4().hex, "question": body.question}
-        row = answer_record(record, body.method, store, self.models.llm, self.settings, self.serving.traces_dir)
-        if row["error"]:
-            raise ModelFailed(row["error"])
+        # Raises: the error handlers tell a lost replica (503) from a model's bad output (502) or a timeout (504).
+        row = record_answer(record, body.method, store, self.models.llm, self.settings, self.serving.traces_dir)
         trace = json.loads(Path(row["trace"]).read_text())
         return schemas.QueryResponse(
             graph=graph, method=body.method, question=body.question, answer=row["answer"],

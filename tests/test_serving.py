@@ -33,12 +33,12 @@ class ServingScript(HGMemScript):
     """HGMem's scripted path, plus a team answer and a plain chat reply."""
 
     def __call__(self, request):
+        if "slow:" in request.messages[-1]["content"]:
+            time.sleep(6)  # long enough to kill the replica in the middle of it
         title = (request.json_schema or {}).get("title")
         if title == "CollabAnswer":
             return json.dumps({"answer": "We use qPCR."})
         if title is None:
-            if "slow:" in request.messages[-1]["content"]:
-                time.sleep(6)  # long enough to kill the replica in the middle of it
             return "hello from the scripted model"
         return super().__call__(request)
 
@@ -265,22 +265,25 @@ def _until_ok(send, seconds: float = 120.0) -> httpx.Response:
 
 
 def test_a_replica_killed_mid_request_is_replaced(client, lab_bank):
-    slow = {"messages": [{"role": "user", "content": "slow: take your time"}]}
-    in_flight: list[httpx.Response | Exception] = []
+    slow_chat = ("/v1/chat/completions", {"messages": [{"role": "user", "content": "slow: take your time"}]})
+    slow_query = ("/v1/graphs/slice/query", {"question": "slow: " + QUESTION, "method": "naive"})
+    in_flight: dict[str, httpx.Response | Exception] = {}
 
-    def ask():
+    def ask(path, body):
         try:
-            in_flight.append(client.post("/v1/chat/completions", json=slow, headers=READ))
+            in_flight[path] = client.post(path, json=body, headers=READ)
         except httpx.HTTPError as err:
-            in_flight.append(err)
+            in_flight[path] = err
 
-    t = threading.Thread(target=ask)
-    t.start()
-    time.sleep(1.5)  # the request is now sleeping inside the LLM replica
+    threads = [threading.Thread(target=ask, args=req) for req in (slow_chat, slow_query)]
+    for t in threads:
+        t.start()
+    time.sleep(2.5)  # both requests are now sleeping inside the LLM replica
     killed = _kill("llm")
-    t.join(timeout=120)
-    [lost] = in_flight
-    assert isinstance(lost, httpx.Response) and lost.status_code in (200, 503), lost  # never a 500
+    for t in threads:
+        t.join(timeout=120)
+    for path, lost in in_flight.items():  # a lost replica is "retry" (503), never a model error or a bug
+        assert isinstance(lost, httpx.Response) and lost.status_code in (200, 503), (path, lost)
     fast = {"messages": [{"role": "user", "content": "hello"}]}
     assert _until_ok(lambda: client.post("/v1/chat/completions", json=fast, headers=READ)).status_code == 200
     assert [n for n, _ in _replica_actors("llm")] != [killed]

@@ -17,7 +17,7 @@ from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
 from memgraft.hgmem import prompts
 from memgraft.hgmem.export import to_html_steps
-from memgraft.hgmem.loop import CHARS_PER_TOKEN, VARIANTS, HGMemReasoner, Outcome, cut
+from memgraft.hgmem.loop import VARIANTS, HGMemReasoner, Outcome, cut
 from memgraft.hgmem.memory import HypergraphMemory
 from memgraft.hgmem.retrieval import Retriever, Subquery
 from memgraft.models.llm.base import LLM
@@ -79,18 +79,22 @@ def _safe_name(qid: str) -> str:
 def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
                   trace_dir: str | Path) -> dict[str, Any]:
     """One output line for one question record; a failure becomes a line with its error, never an exception."""
-    qid = str(record["id"])
-    # Other fields pass through; one that an output field would overwrite (a reference
-    # "answer") is kept as "gold_<name>".
-    base = {(f"gold_{k}" if k in OUTPUT_FIELDS else k): v for k, v in record.items() if k not in ("id", "question")}
-    base.update({"id": qid, "question": record.get("question", ""), "method": method})
     t0 = time.perf_counter()
     try:
-        outcome = run_method(method, str(record["question"]), store, llm, settings)
+        return record_answer(record, method, store, llm, settings, trace_dir)
     except Exception as err:  # a question's failure must not stop the others
-        return {**base, "answer": None, "error": f"{type(err).__name__}: {err}", "steps": 0, "llm_calls": 0,
-                "prompt_tokens": 0, "completion_tokens": 0, "seconds": round(time.perf_counter() - t0, 3),
-                "trace": None, "traceback": traceback.format_exc(limit=4)}
+        return {**_passed_through(record, method), "answer": None, "error": f"{type(err).__name__}: {err}",
+                "steps": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                "seconds": round(time.perf_counter() - t0, 3), "trace": None, "traceback": traceback.format_exc(limit=4)}
+
+
+def record_answer(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
+                  trace_dir: str | Path) -> dict[str, Any]:
+    """Answer one question record and write its trace (JSON, plus the HTML page for HGMem); raises on failure,
+    so a caller such as the HTTP service can tell a lost model replica from a model's bad output."""
+    t0 = time.perf_counter()
+    qid = str(record["id"])
+    outcome = run_method(method, str(record["question"]), store, llm, settings)
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     path = trace_dir / f"{_safe_name(qid)}.{method}.json"
@@ -99,6 +103,15 @@ def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: L
         snaps = [s["memory_after"] for s in outcome.trace["steps"]]
         to_html_steps(snaps, path.with_suffix(".html"), title=f"{qid}: {record['question']}",
                       labels=[f"after step {s['step']}" for s in outcome.trace["steps"]])
-    return {**base, "answer": outcome.answer, "error": None, "steps": outcome.steps, "llm_calls": outcome.usage.calls,
-            "prompt_tokens": outcome.usage.prompt_tokens, "completion_tokens": outcome.usage.completion_tokens,
-            "seconds": round(time.perf_counter() - t0, 3), "trace": str(path)}
+    return {**_passed_through(record, method), "answer": outcome.answer, "error": None, "steps": outcome.steps,
+            "llm_calls": outcome.usage.calls, "prompt_tokens": outcome.usage.prompt_tokens,
+            "completion_tokens": outcome.usage.completion_tokens, "seconds": round(time.perf_counter() - t0, 3),
+            "trace": str(path)}
+
+
+def _passed_through(record: dict[str, Any], method: str) -> dict[str, Any]:
+    """The record's own fields; one that an output field would overwrite (a reference "answer") is kept as
+    "gold_<name>"."""
+    base = {(f"gold_{k}" if k in OUTPUT_FIELDS else k): v for k, v in record.items() if k not in ("id", "question")}
+    base.update({"id": str(record["id"]), "question": record.get("question", ""), "method": method})
+    return base
