@@ -161,6 +161,7 @@ def test_a_timed_out_engine_call_is_cancelled_before_it_is_decoded(ray_local, se
     s = settings.model_copy(deep=True)
     s.models.llm_batch_size = 8
     engine = LLMEngine.options(num_cpus=0, max_concurrency=16).remote(s, 5.0, SlowLLM())
+    assert ray.get(engine.name.remote()) == "slow"  # started: the timings below are the engine's, not its start-up
     patient = EngineClient(engine, "slow", timeout_s=30)
     hasty = EngineClient(engine, "slow", timeout_s=0.3)
     first = patient.handle.generate.remote([ChatRequest([{"role": "user", "content": "first"}])])
