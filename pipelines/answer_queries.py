@@ -168,7 +168,9 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
                 i = min(range(len(pool)), key=load.__getitem__)
                 load[i] += 1
                 pending[pool[i].answer.remote(q, method, str(out / "traces"))] = (q, i)
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, rest = ray.wait(list(pending), num_returns=1)
+            if rest:  # and every other answer already in: one pass over the in-flight refs per burst, not per answer
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
                 q, i = pending.pop(ref)
                 load[i] -= 1
