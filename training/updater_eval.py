@@ -15,6 +15,7 @@ checkpoint is read from the run's storage by that task.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from memgraft.collab import metrics
@@ -111,3 +112,25 @@ def print_scores(title: str, rows: Sequence[tuple[str, dict[str, Any]]]) -> None
         table.add_row(stage, f"{s['conflict_f1']:.3f}", f"{s['macro_f1']:.3f}", f"{s['maintenance_accuracy']:.3f}",
                       f"{s['valid_json']}/{s['instances']}", f"{s['load_s'] + s['judge_s']:.0f}", str(s["model"]))
     con.print(table)
+
+
+def train_export_score(loop: Any, config: dict[str, Any], settings: Settings, output: Path, run_name: str,
+                       resume: bool, report: dict[str, Any], *, stage: str, rows: Sequence[Row] | None) -> dict[str, Any]:
+    """The tail SFT and GRPO share: fit ``loop`` in Ray Train, export ``<output>/model``, record the run
+    under ``report["train"]``, score the model on ``rows`` (None: skip) under ``report[stage]``, and
+    write ``<output>/metrics.json``."""
+    from training.common import fit, storage_path, write_json
+    from training.hf_run import export_model
+
+    storage = storage_path(settings.training, output)
+    result = fit(loop, config, settings, storage, run_name, resume)
+    if result.checkpoint is None:
+        raise RuntimeError(f"the {stage.upper()} run under {storage}/{run_name} reported no checkpoint")
+    model_dir = export_model(result.checkpoint, output / "model")
+    report["train"] = {"storage": storage, "checkpoint": result.checkpoint.path, "model": str(model_dir),
+                       **{k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str))}}
+    if rows is not None:
+        remote = "://" in storage  # the driver's output may not be visible to the task's node
+        report[stage] = evaluate(settings, result.checkpoint if remote else str(model_dir), rows)
+    write_json(output / "metrics.json", report)
+    return report

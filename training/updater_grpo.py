@@ -30,7 +30,7 @@ import typer
 
 from memgraft.collab.rewards import GoldDecision, consistency_reward, format_reward, revision_reward
 from memgraft.config import Settings
-from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, loadable, storage_path, write_json)
+from training.common import PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load, loadable
 
 RUN_NAME = "updater-grpo"
 
@@ -104,9 +104,9 @@ def run_grpo(settings: Settings, output: str | Path, init: str | None = None, *,
              evaluate_after: bool = True, ray_address: str | None = None) -> dict[str, Any]:
     """Train from ``init`` in Ray Train, export ``<output>/model``, evaluate it on the held-out decisions."""
     from memgraft.collab.training_data import balanced, grpo_record
-    from training.hf_run import base_model, export_model
+    from training.hf_run import base_model
     from training.updater_data import updater_data
-    from training.updater_eval import evaluate
+    from training.updater_eval import train_export_score
 
     t = settings.training
     out = Path(output)
@@ -117,19 +117,9 @@ def run_grpo(settings: Settings, output: str | Path, init: str | None = None, *,
     previous = _previous(init)
     report: dict[str, Any] = {"data": {**data.summary(), "grpo_records": len(records)}, "init": start,
                               **{k: previous[k] for k in ("before", "sft") if k in previous}}
-    storage = storage_path(t, out)
     config = {"settings": settings.model_dump(), "model": start, "records": records, "run_id": uuid.uuid4().hex}
-    result = fit(grpo_loop, config, settings, storage, RUN_NAME, resume)
-    if result.checkpoint is None:
-        raise RuntimeError(f"the GRPO run under {storage}/{RUN_NAME} reported no checkpoint")
-    model_dir = export_model(result.checkpoint, out / "model")
-    report["train"] = {"storage": storage, "checkpoint": result.checkpoint.path, "model": str(model_dir),
-                       **{k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str))}}
-    if evaluate_after:
-        remote = "://" in storage
-        report["grpo"] = evaluate(settings, result.checkpoint if remote else str(model_dir), data.eval_rows)
-    write_json(out / "metrics.json", report)
-    return report
+    return train_export_score(grpo_loop, config, settings, out, RUN_NAME, resume, report, stage="grpo",
+                              rows=data.eval_rows if evaluate_after else None)
 
 
 app = typer.Typer(add_completion=False, help=__doc__)

@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
-from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, storage_path, write_json)
+from training.common import PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load
 
 RUN_NAME = "updater-sft"
 
@@ -71,9 +71,9 @@ def run_sft(settings: Settings, output: str | Path, *, resume: bool = True, eval
             evaluate_after: bool = True, ray_address: str | None = None) -> dict[str, Any]:
     """Split, (evaluate the base model,) train in Ray Train, export ``<output>/model``, evaluate it."""
     from memgraft.collab.training_data import balanced, sft_record
-    from training.hf_run import base_model, export_model
+    from training.hf_run import base_model
     from training.updater_data import updater_data
-    from training.updater_eval import evaluate
+    from training.updater_eval import evaluate, train_export_score
 
     t = settings.training
     out = Path(output)
@@ -83,20 +83,10 @@ def run_sft(settings: Settings, output: str | Path, *, resume: bool = True, eval
     report: dict[str, Any] = {"data": {**data.summary(), "sft_records": len(records)}}
     if evaluate_before:
         report["before"] = evaluate(settings, t.base_model or None, data.eval_rows)
-    storage = storage_path(t, out)
     config = {"settings": settings.model_dump(), "model": base_model(settings), "records": records,
               "run_id": uuid.uuid4().hex}
-    result = fit(sft_loop, config, settings, storage, RUN_NAME, resume)
-    if result.checkpoint is None:
-        raise RuntimeError(f"the SFT run under {storage}/{RUN_NAME} reported no checkpoint")
-    model_dir = export_model(result.checkpoint, out / "model")
-    report["train"] = {"storage": storage, "checkpoint": result.checkpoint.path, "model": str(model_dir),
-                       **{k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str))}}
-    if evaluate_after:
-        remote = "://" in storage  # the driver's output may not be visible to the task's node
-        report["sft"] = evaluate(settings, result.checkpoint if remote else str(model_dir), data.eval_rows)
-    write_json(out / "metrics.json", report)
-    return report
+    return train_export_score(sft_loop, config, settings, out, RUN_NAME, resume, report, stage="sft",
+                              rows=data.eval_rows if evaluate_after else None)
 
 
 app = typer.Typer(add_completion=False, help=__doc__)
