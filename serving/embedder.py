@@ -14,6 +14,7 @@ import numpy as np
 from ray import serve
 
 from memgraft.config import Settings
+from memgraft.models.batching import split_by_sizes
 from serving.settings import Batching
 
 
@@ -23,8 +24,7 @@ class EmbedderDeployment:
         from memgraft.models.embedder import load_embedder
 
         self.embedder = load_embedder(settings)
-        self._encode_batch.set_max_batch_size(batching.max_batch_size)
-        self._encode_batch.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
+        batching.configure(self._encode_batch)
 
     def info(self) -> dict:
         return {"name": self.embedder.name, "dim": int(self.embedder.dim)}
@@ -36,8 +36,4 @@ class EmbedderDeployment:
     async def _encode_batch(self, calls: list[list[str]]) -> list[np.ndarray]:
         flat = [t for texts in calls for t in texts]
         vectors = await asyncio.to_thread(self.embedder.encode, flat)
-        out, start = [], 0
-        for texts in calls:
-            out.append(vectors[start:start + len(texts)])
-            start += len(texts)
-        return out
+        return split_by_sizes(vectors, [len(texts) for texts in calls])

@@ -27,8 +27,7 @@ class LLMDeployment:
         if llm_factory is None:
             from memgraft.models.llm.factory import load_llm as llm_factory
         self.llm = llm_factory(settings)
-        self._generate_batch.set_max_batch_size(batching.max_batch_size)
-        self._generate_batch.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
+        batching.configure(self._generate_batch)
 
     def info(self) -> dict:
         return {"name": self.llm.name}

@@ -12,6 +12,7 @@ import asyncio
 import numpy as np
 from ray import serve
 
+from memgraft.models.batching import split_by_sizes
 from serving.settings import Batching
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -23,8 +24,7 @@ class ScorerDeployment:
         from memgraft.collab.validity import load_scorer
 
         self.scorer = load_scorer(path)
-        self._score_batch.set_max_batch_size(batching.max_batch_size)
-        self._score_batch.set_batch_wait_timeout_s(batching.batch_wait_timeout_s)
+        batching.configure(self._score_batch)
 
     def info(self) -> dict:
         return {"dim": int(self.scorer.dim)}
@@ -44,4 +44,4 @@ class ScorerDeployment:
                                    torch.from_numpy(np.ascontiguousarray(h_m, dtype=np.float32)),
                                    torch.from_numpy(np.ascontiguousarray(is_team, dtype=np.int64)),
                                    torch.from_numpy(np.ascontiguousarray(norm, dtype=np.float32))).numpy()
-        return list(np.split(logits, np.cumsum([len(c[1]) for c in calls])[:-1]))
+        return split_by_sizes(logits, [len(c[1]) for c in calls])

@@ -50,6 +50,11 @@ class Batching(_Section):
     max_batch_size: int = Field(8, ge=1)
     batch_wait_timeout_s: float = Field(0.02, ge=0)
 
+    def configure(self, batched: Any) -> None:
+        """Set these bounds on a replica's ``@serve.batch`` method (its decorator holds only defaults)."""
+        batched.set_max_batch_size(self.max_batch_size)
+        batched.set_batch_wait_timeout_s(self.batch_wait_timeout_s)
+
 
 # The local defaults fit a 2-core machine: fractions of a CPU, one replica each. A profile
 # or override that sets one field of a deployment keeps that deployment's other defaults.

@@ -19,6 +19,11 @@ import numpy as np
 from memgraft.models.embedder import Embedder
 
 
+def split_by_sizes(rows: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
+    """Rows computed for several callers' inputs at once, back to each caller: ``sizes[i]`` rows for caller i."""
+    return np.split(rows, np.cumsum(sizes)[:-1])
+
+
 @dataclass(eq=False)  # queued calls are told apart by identity, never by their texts
 class _Call:
     texts: list[str]
@@ -77,12 +82,9 @@ class BatchingEmbedder:
         except BaseException as err:  # every caller in the batch sees the model's error
             vectors, error = None, err
         with self._cond:
-            start = 0
-            for c in batch:
-                if error is None:
-                    c.vectors = vectors[start:start + len(c.texts)]
-                    start += len(c.texts)
-                c.error, c.done = error, True
+            parts = split_by_sizes(vectors, [len(c.texts) for c in batch]) if error is None else [None] * len(batch)
+            for c, part in zip(batch, parts):
+                c.vectors, c.error, c.done = part, error, True
             self.model_calls += 1
             self._busy = False
             self._cond.notify_all()
