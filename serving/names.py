@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-# answer_record writes <id>.<method>.json; the id part is ours (a uuid hex), the method one of METHODS
+# record_answer writes <id>.<method>.json; the id part is ours (a uuid hex), the method one of METHODS
 TRACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,119}\.[a-z][a-z-]{0,39}$")
 
 

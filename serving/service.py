@@ -92,11 +92,11 @@ class Service:
         store = self.graph(graph)
         record = {"id": uuid.uuid4().hex, "question": body.question}
         # Raises: the error handlers tell a lost replica (503) from a model's bad output (502) or a timeout (504).
-        row = record_answer(record, body.method, store, self.models.llm, self.settings, self.serving.traces_dir)
-        trace = json.loads(Path(row["trace"]).read_text())
+        row, outcome = record_answer(record, body.method, store, self.models.llm, self.settings,
+                                     self.serving.traces_dir)
         return schemas.QueryResponse(
             graph=graph, method=body.method, question=body.question, answer=row["answer"],
-            trace_id=Path(row["trace"]).name.removesuffix(".json"), final_memory=trace.get("final_memory"),
+            trace_id=Path(row["trace"]).name.removesuffix(".json"), final_memory=outcome.trace.get("final_memory"),
             steps=row["steps"], llm_calls=row["llm_calls"], prompt_tokens=row["prompt_tokens"],
             completion_tokens=row["completion_tokens"], seconds=row["seconds"])
 

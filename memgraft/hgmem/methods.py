@@ -81,7 +81,7 @@ def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: L
     """One output line for one question record; a failure becomes a line with its error, never an exception."""
     t0 = time.perf_counter()
     try:
-        return record_answer(record, method, store, llm, settings, trace_dir)
+        return record_answer(record, method, store, llm, settings, trace_dir)[0]
     except Exception as err:  # a question's failure must not stop the others
         return {**_passed_through(record, method), "answer": None, "error": f"{type(err).__name__}: {err}",
                 "steps": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
@@ -89,9 +89,10 @@ def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: L
 
 
 def record_answer(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
-                  trace_dir: str | Path) -> dict[str, Any]:
-    """Answer one question record and write its trace (JSON, plus the HTML page for HGMem); raises on failure,
-    so a caller such as the HTTP service can tell a lost model replica from a model's bad output."""
+                  trace_dir: str | Path) -> tuple[dict[str, Any], Outcome]:
+    """Answer one question record and write its trace (JSON, plus the HTML page for HGMem): the output line
+    and the outcome behind it. Raises on failure, so a caller such as the HTTP service can tell a lost model
+    replica from a model's bad output."""
     t0 = time.perf_counter()
     qid = str(record["id"])
     outcome = run_method(method, str(record["question"]), store, llm, settings)
@@ -106,7 +107,7 @@ def record_answer(record: dict[str, Any], method: str, store: GraphStore, llm: L
     return {**_passed_through(record, method), "answer": outcome.answer, "error": None, "steps": outcome.steps,
             "llm_calls": outcome.usage.calls, "prompt_tokens": outcome.usage.prompt_tokens,
             "completion_tokens": outcome.usage.completion_tokens, "seconds": round(time.perf_counter() - t0, 3),
-            "trace": str(path)}
+            "trace": str(path)}, outcome
 
 
 def _passed_through(record: dict[str, Any], method: str) -> dict[str, Any]:
