@@ -30,7 +30,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine_busy_cpu_s  # noqa: E402
+from bench.build_graphs import ProcessSampler  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -68,50 +67,6 @@ def throughput(marks: list[tuple[float, float]], warmup: int) -> dict[str, float
     (t0, n0), (t1, n1) = marks[start], marks[-1]
     return {"steps_timed": len(marks) - 1 - start, "tokens": n1 - n0, "seconds": t1 - t0,
             "tokens_per_s": (n1 - n0) / (t1 - t0)}
-
-
-
-
-class OwnCpu:
-    """CPU-seconds of this process and its descendants (the local Ray and its workers), sampled while
-    they live: a Ray worker's time would vanish from a tally taken after it exits."""
-
-    def __init__(self, interval_s: float = 0.5) -> None:
-        import psutil
-
-        self._psutil = psutil
-        self.interval_s = interval_s
-        self.seen: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="own-cpu", daemon=True)
-
-    def sample(self) -> None:
-        root = self._psutil.Process()
-        for proc in [root, *root.children(recursive=True)]:
-            try:
-                c = proc.cpu_times()
-                self.seen[proc.pid] = c.user + c.system
-            except self._psutil.Error:
-                continue
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-
-    def __enter__(self) -> "OwnCpu":
-        self.sample()
-        self.start = dict(self.seen)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
-
-    @property
-    def seconds(self) -> float:
-        return sum(v - self.start.get(pid, 0.0) for pid, v in self.seen.items())
 
 
 def run_plain(settings: Settings, model: str, records: list[dict[str, Any]], steps: int, warmup: int) -> dict:
@@ -196,16 +151,20 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     init_ray()
     runs: list[dict[str, Any]] = []
+    # CPU of this process and its descendants (the local Ray's workers), sampled while they live,
+    # against the whole machine's: what other processes took during each run.
+    sampler = ProcessSampler().start()
     with tempfile.TemporaryDirectory() as storage:
         for i in range(a.repeats):
             for side in ("plain", "ray"):
-                busy0, t0 = machine_busy_cpu_s(), time.perf_counter()
-                with OwnCpu() as own:
-                    r = (run_plain(settings, model, records, a.steps, a.warmup) if side == "plain"
-                         else run_ray(settings, model, records, a.steps, a.warmup, Path(storage)))
-                wall = time.perf_counter() - t0
-                other = max(0.0, (machine_busy_cpu_s() - busy0) - own.seconds) / wall
-                runs.append({"side": side, "repeat": i, **r, "wall_s": wall, "other_cores": other})
+                phase = f"{side} #{i + 1}"
+                sampler.set_phase(phase)
+                r = (run_plain(settings, model, records, a.steps, a.warmup) if side == "plain"
+                     else run_ray(settings, model, records, a.steps, a.warmup, Path(storage)))
+                sampler.set_phase("between runs")
+                cpu = sampler.cpu[phase]
+                runs.append({"side": side, "repeat": i, **r, "wall_s": cpu["wall_s"], "other_cores": cpu["other_cores"]})
+    sampler.stop()
     med = {side: statistics.median(r["tokens_per_s"] for r in runs if r["side"] == side) for side in ("plain", "ray")}
     ratio = med["ray"] / med["plain"]
 
