@@ -108,11 +108,18 @@ def fit(loop: Callable[[dict], None], config: dict, settings: Settings, storage:
 # -- inside a worker ----------------------------------------------------------------------------
 
 
+def worker_thread_count(training: TrainingSettings) -> int:
+    """Torch threads for a training worker or evaluation task: its CPUs, at least one, at most the machine's."""
+    from memgraft.models.threads import available_cpus
+
+    return max(1, min(int(training.cpus_per_worker), available_cpus()))
+
+
 def worker_threads(training: TrainingSettings) -> int:
     """Ray sets OMP_NUM_THREADS from the worker's CPUs (1 for a fraction): say how many, explicitly."""
-    from memgraft.models.threads import available_cpus, set_torch_threads
+    from memgraft.models.threads import set_torch_threads
 
-    return set_torch_threads(max(1, min(int(training.cpus_per_worker), available_cpus())))
+    return set_torch_threads(worker_thread_count(training))
 
 
 # -- after the run -------------------------------------------------------------------------------

@@ -79,12 +79,11 @@ def evaluate(settings: Settings, model: "str | Checkpoint | None", rows: Sequenc
 
     @ray.remote(num_cpus=t.cpus_per_worker, num_gpus=t.eval_gpus, max_retries=0)
     def task(model: "str | Checkpoint | None") -> dict[str, Any]:
-        from memgraft.models.threads import available_cpus
-        from training.common import model_folder
+        from training.common import model_folder, worker_thread_count
 
         s = settings.model_copy(deep=True)
         if not s.models.torch_threads:  # Ray sets OMP_NUM_THREADS=1 for a task: name the count
-            s.models.torch_threads = max(1, min(int(t.cpus_per_worker), available_cpus()))
+            s.models.torch_threads = worker_thread_count(t)
         with model_folder(model) as folder:
             return score_updater(s, folder, rows)
 
