@@ -58,7 +58,7 @@ def assert_consistent(data: Dataset) -> None:
         if d["action"] == "revise":
             replay[mid] = d["time"]
             by = states[mid]["superseded_by"]
-            assert d["maintained"] == revised_text(stream[mid]["content"], d["time"], stream[by]["content"])
+            assert d["maintained"] == revised_text(stream[mid]["content"], d["time"], by)
         else:
             assert d["maintained"] == stream[mid]["content"]
     assert replay == {mid: s["outdated_at"] for mid, s in states.items()}

@@ -80,7 +80,8 @@ def test_intra_team_memory_overrules_individual_of_the_same_group(bank):
     i1 = bank.memory("ops", "i1")
     assert not i1.valid and i1.action is Action.revise and i1.relation is Relation.contradiction
     # an empty revision text gets the datasets' marking, citing the team memory
-    assert i1.maintained == revised_text(i1.original, "2024-03-01T09:00:00", "The weekly meeting is at 9am in room A.")
+    assert i1.maintained == revised_text(i1.original, "2024-03-01T09:00:00", "m1")
+    assert "The weekly meeting is at 9am in room A." not in i1.maintained  # named by id, never pasted
     assert bank.memory("ops", "i2").valid and bank.memory("ops", "m1").valid
     assert report.usage.calls == 2 and report.usage.prompt_tokens > 0
     assert {d.decided_by for d in report.decisions} == {"llm:scripted"}
@@ -221,7 +222,7 @@ def test_rules_policy_hand_cases(target, reference, relation, action):
     [j] = RulesPolicy().judge([t])
     assert (str(j.relation), str(j.action)) == (relation, action), j.reason
     if action == "revise":
-        assert j.maintained == revised_text(target[1], "2024-03-02T09:00:00", reference[1])
+        assert j.maintained == revised_text(target[1], "2024-03-02T09:00:00", "r")
     else:
         assert j.maintained == target[1]
 
@@ -253,7 +254,7 @@ def test_judgement_normalisation():
     assert normalise(t, "compatible", "revise", "x") == Judgement(Relation.compatible, Action.keep, "a note")
     assert normalise(t, "contradiction", "keep", "x").maintained == "a note"
     assert normalise(t, "contradiction", "revise", " a note ").maintained == revised_text("a note", "2024-03-01T09:00:00",
-                                                                                          "a rule")
+                                                                                          t.against[0].memory_id)
     assert normalise(t, "contradiction", "revise", "new text").maintained == "new text"
 
 

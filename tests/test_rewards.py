@@ -11,7 +11,7 @@ from memgraft.collab.rewards import (GoldDecision, RewardWeights, consistency_re
 
 TARGET = "Log: today's dispatch used Depot 3 as the returns warehouse."
 REF = "Protocol: every member uses Depot 11 as the returns warehouse."
-GOLD_TEXT = f"[Outdated since 2025-01-06T09:00:00: {REF}] {TARGET}"
+GOLD_TEXT = f"[Outdated since 2025-01-06T09:00:00; superseded by p1] {TARGET}"
 REVISE = GoldDecision("contradiction", "revise", GOLD_TEXT)
 KEEP = GoldDecision("compatible", "keep", TARGET)
 
@@ -58,7 +58,7 @@ def test_consistency_is_half_relation_half_action():
 
 def test_correct_keep_scores_above_unneeded_revise():
     keep = answer("compatible", "keep")
-    unneeded = answer("compatible", "revise", f"[Outdated since 2025-01-06T09:00:00: {REF}] {TARGET}")
+    unneeded = answer("compatible", "revise", GOLD_TEXT)
     assert revision_reward(keep, KEEP) == revision_reward(unneeded, KEEP) == 0.0  # the action's cost is in R_cons
     assert consistency_reward(keep, KEEP) > consistency_reward(unneeded, KEEP)
     assert total_reward(keep, KEEP) > total_reward(unneeded, KEEP)

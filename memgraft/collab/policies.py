@@ -93,7 +93,7 @@ def normalise(target: Target, relation: Relation | str, action: Action | str, ma
     text = maintained.strip()
     if not text or text == before:
         ref = reference or reference_for(target)
-        text = revised_text(before, stamp(target.at), ref.maintained if ref is not None else "a newer memory")
+        text = revised_text(before, stamp(target.at), ref.memory_id if ref is not None else "a newer memory")
     return Judgement(relation, action, text, reason)
 
 

@@ -59,7 +59,7 @@ different, so the target no longer holds; "compatible" if one is about the same 
 - action: "revise" only for a contradiction that a memory above has the authority to settle (a team memory, \
 or a newer note that states a change); otherwise "keep".
 - maintained: when revising, the target's text behind a note of what replaced it, exactly like
-  [Outdated since {at}: <the memory that replaced it>] {text}
+  [Outdated since {at}; superseded by <the id of the memory that replaced it>] {text}
   and "" when keeping.
 - reason: a few words.
 Answer as JSON: {{"relation": "...", "action": "...", "maintained": "...", "reason": "..."}}"""
@@ -71,7 +71,7 @@ def stamp(at: datetime) -> str:
 
 
 def _line(i: int, m: Memory) -> str:
-    return f'{i}. [{m.type}, {stamp(m.time)}] "{m.maintained}"'
+    return f'{i}. [{m.memory_id}, {m.type}, {stamp(m.time)}] "{m.maintained}"'
 
 
 def judge_messages(target: "Target") -> list[Message]:

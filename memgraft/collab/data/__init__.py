@@ -28,7 +28,7 @@ file, so they compare correctly as strings. A memory is valid at time ``t`` when
 ``time <= t < outdated_at``: outdated from the moment the superseding group is applied.
 
 Revision rule, shared by both sources: a revised memory keeps its original words behind a
-prefix naming when and by what it was superseded (:func:`revised_text`). The rewrite is
+prefix naming when and by which memory (its id) it was superseded (:func:`revised_text`). The rewrite is
 minimal, deterministic and reversible, and the bank keeps the original text anyway.
 """
 
@@ -51,12 +51,14 @@ LEVELS = ("intra", "inter")
 Row = dict[str, Any]
 
 
-def revised_text(original: str, since: str, superseding: str) -> str:
-    """The gold maintained text of a revised memory: ``[Outdated since <time>: <newer
-    content>] <original>``. Prefixing rather than rewriting keeps the edit minimal (the
-    GRPO reward asks for minimal revisions) and keeps the superseding fact next to the
-    stale one, which is what a reader of the maintained text needs."""
-    return f"[Outdated since {since}: {superseding}] {original}"
+def revised_text(original: str, since: str, superseded_by: str) -> str:
+    """The gold maintained text of a revised memory: ``[Outdated since <time>; superseded
+    by <memory id>] <original>``. Prefixing rather than rewriting keeps the edit minimal
+    (the GRPO reward asks for minimal revisions). The superseding memory is named by id,
+    never pasted: a stale memory that carried the newer value's words outranked the
+    current memory itself for "what is the current X?" on real data (issue 11). Readers
+    follow the id (``history``, the answer's evidence)."""
+    return f"[Outdated since {since}; superseded by {superseded_by}] {original}"
 
 
 @dataclass
@@ -156,7 +158,7 @@ class Ledger:
         context = [self.states[a] for a in against]
         if action == "revise":
             by = self.states[superseded_by or against[0]]
-            target.maintained = revised_text(target.content, time, by.content)
+            target.maintained = revised_text(target.content, time, by.memory_id)
             target.outdated_at = time
             target.superseded_by = by.memory_id
         row: Row = {
