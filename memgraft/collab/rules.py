@@ -32,7 +32,8 @@ today now yesterday tomorrow instead further notice immediately
 """.split())  # time words are cues, not topics: two notes sharing "today" are not about the same thing
 
 # a tag of up to four words, not a sentence ("The meeting moved: ..."): "Log: ", "Instruction from the lead: "
-_LABEL = re.compile(r"^\s*(?!(?:the|a|an|our|we|i|it|this)\b)[A-Za-z][\w'/-]*(?: [\w'/-]+){0,3}:\s+", re.IGNORECASE)
+_LABEL = re.compile(r"^\s{0,64}(?!(?:the|a|an|our|we|i|it|this)\b)[A-Za-z][\w'/-]{0,63}(?: [\w'/-]{1,64}){0,3}:\s+",
+                    re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+(?:[.,/][^\W_]+)*", re.UNICODE)
 _SPECIFIC = re.compile(
     r"\"[^\"]+\"|'[^']+'"  # quoted
@@ -48,7 +49,12 @@ PROHIBITION_CUES = re.compile(
     r"cancel(?:l?ed)?|discontinu(?:e|ed)|withdrawn|revoked|suspended|deprecated|retired|closed)\b", re.IGNORECASE)
 
 _ARTICLE = r"(?:the|our|its|their|this|a|an)"
-_SPAN = r"(?:[^.;,!?]|[.,](?=\w))+?"  # "2.4" and "4,000" stay inside a span; ". " and ", " end it
+# "2.4" and "4,000" stay inside a span; ". " and ", " end it. Bounded, as is the text the rules read: an
+# unbounded lazy span tried from every article is quadratic ("the x " * 8000 took seconds, holding the GIL),
+# and even linear scans of a megabyte cost seconds. A note states its topic and claims up front.
+SPAN_CHARS = 120
+READ_CHARS = 4096
+_SPAN = rf"(?:[^.;,!?]|[.,](?=\w)){{1,{SPAN_CHARS}}}?"
 _TAIL = r"(?=[.;,!?](?:\s|$)|[;!?]|$)"
 _CLAIMS = (
     # "V as the A": "with qPCR as the primary assay", "uses 37 °C as the incubation temperature"
@@ -70,12 +76,22 @@ _INSTEAD = re.compile(r"\s+(?:instead of|rather than|in place of|replacing)\s+(?
 
 def strip_label(text: str) -> str:
     """Drop a leading kind tag ("Log: ", "Team decision: "): it says what the note is, not what it is about."""
-    return _LABEL.sub("", text, count=1)
+    m = _LABEL.match(text)
+    return text[m.end():] if m else text
+
+
+def _head(text: str) -> str:
+    """The part of a note the rules read (the caches below are keyed by it, so they hold no long texts)."""
+    return text[:READ_CHARS]
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words that say what a note is about (lower-cased; a lone lower-case letter says nothing)."""
+    return _content_words(_head(text))
 
 
 @lru_cache(maxsize=65536)
-def content_words(text: str) -> frozenset[str]:
-    """The words that say what a note is about (lower-cased; a lone lower-case letter says nothing)."""
+def _content_words(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(strip_label(text))
                      if _keep(w) and (len(w) > 1 or not w.isalpha() or w.isupper()))
 
@@ -89,9 +105,13 @@ def overlap(a: str, b: str) -> tuple[float, int]:
     return shared / min(len(wa), len(wb)), shared
 
 
-@lru_cache(maxsize=65536)
 def specific_tokens(text: str) -> frozenset[str]:
     """Numbers, quoted text and mid-sentence capitalised words: where notes usually carry their values."""
+    return _specific_tokens(_head(text))
+
+
+@lru_cache(maxsize=65536)
+def _specific_tokens(text: str) -> frozenset[str]:
     body = strip_label(text)
     return frozenset(t.strip("\"'").lower() for t in _SPECIFIC.findall(body) if t.strip("\"'") != "I")
 
@@ -114,9 +134,13 @@ def _value_words(span: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(span) if _keep(w))
 
 
-@lru_cache(maxsize=65536)
 def claims(text: str) -> tuple[Claim, ...]:
     """The attribute-value claims a text states, with values it replaces as negated claims."""
+    return _claims(_head(text))
+
+
+@lru_cache(maxsize=65536)
+def _claims(text: str) -> tuple[Claim, ...]:
     body = strip_label(text)
     out: list[Claim] = []
     for pattern in _CLAIMS:
@@ -170,11 +194,11 @@ def claim_verdict(target: str, reference: str) -> str | None:
 
 
 def has_change_cue(text: str) -> bool:
-    return bool(CHANGE_CUES.search(strip_label(text)))
+    return bool(CHANGE_CUES.search(strip_label(_head(text))))
 
 
 def has_prohibition_cue(text: str) -> bool:
-    return bool(PROHIBITION_CUES.search(strip_label(text)))
+    return bool(PROHIBITION_CUES.search(strip_label(_head(text))))
 
 
 def negated_specifics(text: str) -> frozenset[str]:
