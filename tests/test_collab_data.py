@@ -1,14 +1,16 @@
-"""HiCoMER datasets: the generator's and the TimeQA converter's labels agree with their streams."""
+"""HiCoMER datasets: the generator's, the facts builder's and the TimeQA converter's labels agree with their streams."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from memgraft.collab.data import Dataset, read_jsonl, revised_text
+from memgraft.collab.data import facts
 from memgraft.collab.data import generator as gen
 from memgraft.collab.data import timeqa
 
@@ -214,16 +216,21 @@ def test_parse_period_odd_inputs():
     )
 
 
-def _page(questions):
-    return {"index": "/wiki/X#P1", "type": "P1", "link": "/wiki/X", "paras": ["X", "Alpha ran X . Beta ran X ."], "questions": questions}
+def _page(questions, entity="X"):
+    return {"index": f"/wiki/{entity}#P1", "type": "P1", "link": f"/wiki/{entity}", "paras": [entity], "questions": questions}
+
+
+def _renderings(templates, question, value, time):
+    p = facts.Phrase.of(question, value, time)
+    return {t(p) for t in templates}
 
 
 def test_timeqa_conversion_on_a_hand_made_page():
-    span = {"para": 1, "from": 0, "end": 5}
+    span = {"para": 0, "from": 0, "end": 1}
     page = _page(
         [
             ["Who ran X from 1990 to 2000?", [{**span, "answer": "Alpha"}]],
-            ["Who ran X from 2000 to 2010?", [{**span, "from": 12, "end": 16, "answer": "Beta"}]],
+            ["Who ran X from 2000 to 2010?", [{**span, "answer": "Beta"}]],
             ["Who was running X from 1990 to 2000?", [{**span, "answer": "Alpha"}]],  # paraphrase
             ["Who ran X from 2010 to 2012?", [{**span, "answer": "Alpha"}]],  # back to Alpha
             ["Who ran X from 1980 to 1985?", [{**span, "answer": ""}]],  # unanswerable
@@ -232,24 +239,117 @@ def test_timeqa_conversion_on_a_hand_made_page():
             ["broken"],  # malformed
         ]
     )
-    data, counts = timeqa.convert([page, {"index": "empty", "questions": None}])
+    data, counts = timeqa.convert([page, {"index": "empty", "questions": None}], confirm_notes=0)
     assert_consistent(data)
     assert counts["pages"] == 2 and counts["pages_converted"] == 1 and counts["pages_malformed"] == 1
     assert counts["questions"] == 8 and counts["questions_converted"] == 4
     assert counts["skipped_no_answer"] == counts["skipped_no_date"] == counts["skipped_bad_range"] == 1
-    assert counts["skipped_malformed"] == 1 and counts["questions_sharing_a_memory"] == 1
+    assert counts["skipped_malformed"] == 1
+    assert (counts["subjects"], counts["teams"], counts["groups"]) == (1, 1, 3)
+    records = [m for m in data.memories if m["type"] == "team"]
+    notes = [m for m in data.memories if m["type"] == "individual"]
+    assert [m["value"] for m in records] == ["Alpha", "Beta", "Alpha"]
+    assert [(n["time"][:4], n["value"], n["role"]) for n in notes] == [("2000", "Alpha", "stale"), ("2010", "Beta", "stale")]
+    r90, r00, r10 = (m["memory_id"] for m in records)
     mems = {m["memory_id"]: m for m in data.memories}
-    assert [m["value"] for m in data.memories] == ["Alpha", "Beta", "Alpha"]
-    g0, g1, g2 = "timeqa-000-g000-m01", "timeqa-000-g001-m01", "timeqa-000-g002-m01"
-    assert mems[g0]["outdated_at"] == "2000-01-01T00:00:00" and mems[g0]["superseded_by"] == g1
-    assert mems[g1]["outdated_at"] == "2010-01-01T00:00:00" and mems[g2]["outdated_at"] is None
-    assert mems[g0]["original"] == "Who ran X? Alpha."
-    by_q = {q["question"]: q for q in data.questions}
+    assert mems[r90]["outdated_at"] == "2000-01-01T00:00:00" and mems[r90]["superseded_by"] == r00
+    assert mems[r00]["outdated_at"] == "2010-01-01T00:00:00" and mems[r10]["outdated_at"] is None
+    assert mems[r90]["original"] in _renderings(facts.RECORDS, "Who ran X?", "Alpha", "1990-01-01T00:00:00")
+    assert all(n["outdated_at"] == n["time"] for n in notes)  # outdated at birth
+    # gold: per change, the stale note (intra) and the old record (inter) are contradicted
+    got = [(d["level"], d["memory_id"], d["relation"], d["action"]) for d in data.gold]
+    n00, n10 = (n["memory_id"] for n in notes)
+    assert got == [
+        ("intra", n00, "contradiction", "revise"), ("inter", r90, "contradiction", "revise"),
+        ("intra", n10, "contradiction", "revise"), ("inter", r00, "contradiction", "revise"),
+    ]  # fmt: skip
+    assert [c["memory_id"] for c in data.gold[0]["against"]] == [r00]
+    by_q = {q["question"]: q for q in data.questions if q["asked"] == "as_of"}
     q2000 = by_q["Who ran X from 2000 to 2010?"]
-    assert q2000["valid"] == [g1] and q2000["outdated"] == [g0] and q2000["answer"] == "Beta"
-    assert by_q["Who was running X from 1990 to 2000?"]["valid"] == [g0]
-    assert by_q["Who ran X from 2010 to 2012?"]["outdated"] == [g0, g1]
-    assert [d["relation"] for d in data.gold] == ["contradiction", "contradiction"]
+    assert q2000["valid"] == [r00] and sorted(q2000["outdated"]) == sorted([r90, n00]) and q2000["answer"] == "Beta"
+    assert by_q["Who was running X from 1990 to 2000?"]["valid"] == [r90]
+    assert by_q["Who was running X from 1990 to 2000?"]["outdated"] == []
+    (now,) = [q for q in data.questions if q["asked"] == "now"]
+    assert now["question"] == "Who ran X?" and now["time"] == "2010-01-01T00:00:00" and now["valid"] == [r10]
+    assert sorted(now["outdated"]) == sorted([r90, r00, n00, n10])
+
+
+def test_timeqa_split_questions_and_pages_split():
+    span = {"para": 0, "from": 0, "end": 1}
+    page = _page([["Which team did X play for from 1990 to 2000?", [{**span, "answer": "Reds"}]],
+                  ["Which position did X hold from 1995 to 2000?", [{**span, "answer": "Captain"}]]])  # fmt: skip
+    assert timeqa.convert([page])[1]["subjects"] == 1
+    data, counts = timeqa.convert([page], split_questions=True)
+    assert counts["subjects"] == 2 and not any(d["action"] == "revise" for d in data.gold)
+    pages = [{"index": f"/wiki/P{i}#P1", "questions": []} for i in range(200)]
+    train, val = timeqa.select_split(pages, "train"), timeqa.select_split(pages, "val")
+    assert len(train) + len(val) == 200 and not {id(p) for p in train} & {id(p) for p in val}
+    assert 20 <= len(val) <= 60 and timeqa.select_split(pages, "val") == val
+
+
+# -- facts: the source-independent builder ------------------------------------------------
+
+
+def _line(subject, question, values, asked=()):
+    return facts.Timeline(subject, question, [(f"{y}-01-01T00:00:00", [a]) for y, a in values],
+                          asked=[(q, f"{y}-01-01T00:00:00", [a]) for q, y, a in asked])  # fmt: skip
+
+
+def test_phrase_statement_and_label():
+    p = facts.Phrase.of("who is the president of india", "Ram Nath Kovind", "2017-01-01T00:00:00")
+    assert p.statement() == "The president of india is Ram Nath Kovind."
+    assert p.label() == "President of india" and p.question == "Who is the president of india?"
+    assert facts.Phrase.of("Who was the owner of The Fifer?", "Durand-Ruel", "1872-01-01T00:00:00").statement() == (
+        "The owner of The Fifer was Durand-Ruel."
+    )
+    assert facts.Phrase.of("where was the usa sevens held", "Las Vegas", "2010-01-01T00:00:00").np is None
+    assert facts.normalise_values([("2", ["b"]), ("1", ["a"]), ("3", ["B."]), ("1", ["a2"])]) == [("1", ["a", "a2"]), ("2", ["b"])]
+
+
+def test_facts_cross_subject_records_get_only_neutral_decisions():
+    fifer = _line("fifer", "Who was the owner of The Fifer?", [(1866, "Manet"), (1872, "Durand-Ruel")],
+                  asked=[("Who owned The Fifer in 1870?", 1870, "Manet"), ("Who owned it in 1860?", 1860, "Manet"),
+                         ("Who owned The Fifer in 1880?", 1880, "Manet")])  # fmt: skip
+    arnolfini = _line("arnolfini", "Who was the owner of Arnolfini Portrait?", [(1850, "Hay"), (1880, "National Gallery")])
+    data = facts.build([fifer, arnolfini], source="art", author="museum", subjects_per_team=0, confirm_notes=0)
+    assert_consistent(data)
+    assert [g["time"][:4] for g in data.groups] == ["1850", "1866", "1872", "1880"]
+    assert {g["team"] for g in data.groups} == {"art-00"}
+    mems = {m["memory_id"]: m for m in data.memories}
+    for d in data.gold:  # a decision other than neutral is always about the group's own subject
+        judged_against = {mems[c["memory_id"]]["subject"] for c in d["against"]}
+        assert judged_against == {mems[d["memory_id"]]["subject"]} or d["relation"] == "neutral"
+    hay = next(m for m in data.memories if m["value"] == "Hay")
+    on_hay = [(d["time"][:4], d["relation"]) for d in data.gold if d["memory_id"] == hay["memory_id"]]
+    assert on_hay == [("1866", "neutral"), ("1872", "neutral"), ("1880", "contradiction")]
+    stale = next(m for m in data.memories if m["role"] == "stale" and m["subject"] == "fifer")
+    assert stale["value"] == "Manet" and stale["time"][:4] == "1872" and stale["author"].startswith("agent-")
+    assert stale["original"] in _renderings(facts.STALE_NOTES, "Who was the owner of The Fifer?", "Manet", stale["time"])
+    (intra,) = [d for d in data.gold if d["memory_id"] == stale["memory_id"]]
+    assert (intra["level"], intra["relation"], intra["action"]) == ("intra", "contradiction", "revise")
+    assert [mems[c["memory_id"]]["value"] for c in intra["against"]] == ["Durand-Ruel"]
+    # as-of questions: the then-valid record, nothing written later; disagreeing and too early ones skipped
+    as_of = [q for q in data.questions if q["asked"] == "as_of"]
+    assert [q["question"] for q in as_of] == ["Who owned The Fifer in 1870?"]
+    assert [mems[m]["value"] for m in as_of[0]["valid"]] == ["Manet"] and as_of[0]["outdated"] == []
+    counts = data.info["counts"]
+    assert counts["asof_skipped_answer_disagrees"] == counts["asof_skipped_before_first_record"] == 1
+    now = {q["subject"]: q for q in data.questions if q["asked"] == "now"}
+    assert {k: q["time"][:4] for k, q in now.items()} == {"fifer": "1880", "arnolfini": "1880"}
+    assert [mems[m]["value"] for m in now["fifer"]["valid"]] == ["Durand-Ruel"]
+
+
+def test_facts_confirming_notes_are_compatible_and_stay_valid():
+    line = _line("s", "who is the president of india", [(2012, "Pranab Mukherjee"), (2017, "Ram Nath Kovind")])
+    data = facts.build([line], source="t", confirm_notes=1.0)
+    assert_consistent(data)
+    confirms = [m for m in data.memories if m["role"] == "confirm"]
+    assert len(confirms) == 2 and [c["value"] for c in confirms] == ["Pranab Mukherjee", "Ram Nath Kovind"]
+    intra = {d["memory_id"]: (d["relation"], d["action"]) for d in data.gold if d["level"] == "intra"}
+    assert intra[confirms[1]["memory_id"]] == ("compatible", "keep")
+    assert confirms[0]["outdated_at"] == "2017-01-01T00:00:00" and confirms[1]["outdated_at"] is None
+    (now,) = [q for q in data.questions if q["asked"] == "now"]
+    assert confirms[1]["memory_id"] in now["valid"] and confirms[0]["memory_id"] in now["outdated"]
 
 
 # -- TimeQA: real pages ---------------------------------------------------------------------
@@ -265,24 +365,59 @@ def test_timeqa_real_pages_convert_consistently(tmp_path):
     # pages 5 and 6 ask only unanswerable questions; every answered question has a date
     assert counts["pages"] == 6 and counts["pages_converted"] == 4 and counts["pages_without_questions"] == 2
     answered = sum(1 for p in pages for _, spans in p["questions"] if any(s["answer"].strip() for s in spans))
-    assert counts["questions_converted"] == answered == 14
+    assert counts["questions_converted"] == answered == 14 == counts["questions_as_of"]
+    assert counts["subjects"] == counts["questions_now"] == 4 and counts["teams"] == 1
     # the first page: the Newton D. Baker House changes hands over time
     q = next(q for q in data.questions if q["question"].startswith("Who owned the Newton D. Baker House") and "1916" in q["question"])
     mems = {m["memory_id"]: m for m in data.memories}
     assert q["time"].startswith("1916") and q["answer"] == "Newton D. Baker"
-    assert [mems[m]["value"] for m in q["valid"]] == ["Newton D. Baker"]
-    assert [mems[m]["value"] for m in q["outdated"]] == ["George Peter"]
+    assert [mems[m]["value"] for m in q["valid"] if mems[m]["type"] == "team"] == ["Newton D. Baker"]
+    assert {mems[m]["value"] for m in q["outdated"]} == {"George Peter"}
+    assert all(mems[m]["time"] <= q["time"] for m in q["valid"] + q["outdated"])
     # the CLI writes the same dataset
     assert timeqa.main(["--input", str(TIMEQA), "--out", str(tmp_path), "--limit", "6"]) == 0
     assert list(read_jsonl(tmp_path / "stream.jsonl")) == data.groups
     assert json.loads((tmp_path / "report.json").read_text())["questions_converted"] == counts["questions_converted"]
 
 
+@pytest.fixture(scope="module")
+def timeqa_full():
+    return timeqa.convert(timeqa.load_pages(TIMEQA))
+
+
 @needs_timeqa
-def test_timeqa_full_file_converts_without_crashing():
-    data, counts = timeqa.convert(timeqa.load_pages(TIMEQA))
+def test_timeqa_full_file_converts_without_crashing(timeqa_full):
+    data, counts = timeqa_full
     assert_consistent(data)
     assert counts["pages"] == 320 and counts["pages_converted"] >= 300
     skipped = sum(v for k, v in counts.items() if k.startswith("skipped_"))
     assert counts["questions_converted"] + skipped == counts["questions"]
-    assert counts["superseded"] > 0
+    assert counts["superseded"] > 0 and counts["teams"] == -(-counts["subjects"] // 40)
+    assert counts["stale_memories"] == counts["record_memories"] - counts["subjects"]
+    judged = [(d["group_id"], d["memory_id"]) for d in data.gold]
+    assert len(judged) == len(set(judged)), "a memory is judged once per group"
+
+
+@needs_timeqa
+def test_timeqa_records_come_in_several_phrasings(timeqa_full):
+    data, _ = timeqa_full
+    forms = Counter()
+    for m in data.memories:
+        if m["type"] == "team":
+            text = m["original"]
+            forms["qa" if text.startswith("Q: ") else "dated" if text.startswith(("Record from", "As of")) else
+                  "question" if "?" in text else "other"] += 1  # fmt: skip
+    assert len(forms) == 4 and min(forms.values()) > 0.05 * sum(forms.values())
+    with_year = sum(m["original"].startswith(("Record from", "As of")) for m in data.memories if m["type"] == "team")
+    assert 0 < with_year < 0.5 * sum(m["type"] == "team" for m in data.memories)
+
+
+@needs_timeqa
+def test_timeqa_is_deterministic_by_seed(tmp_path):
+    pages = timeqa.load_pages(TIMEQA, limit=40)
+    a = timeqa.convert(pages, seed=3)[0].write(tmp_path / "a")
+    b = timeqa.convert(pages, seed=3)[0].write(tmp_path / "b")
+    c = timeqa.convert(pages, seed=4)[0].write(tmp_path / "c")
+    for key in ("stream", "questions", "gold", "memories"):
+        assert a[key].read_bytes() == b[key].read_bytes(), key
+    assert a["stream"].read_bytes() != c["stream"].read_bytes()

@@ -10,24 +10,21 @@ question is ``[question, [{para, from, end, answer}]]`` where ``from``/``end`` a
 is only in its wording ("... from 1811 to 1827?", "... in May 2016?"), so it is parsed
 from the question text (:func:`parse_period`).
 
-How a page becomes a team (``timeqa-<page number>``), with these choices:
+How pages become timelines (:mod:`.facts` builds the dataset from them, as for every
+real source):
 
-* **Facts are team memories.** Each answered question is a fact "during this period, the
-  answer was X"; its memory is written at the start of the period, by author
-  ``wikipedia``, with the question's time phrase removed and the answer appended (the
-  date is left out of the text on purpose: the memory's time carries it, and telling
-  eras apart is the validity scorer's job). Questions that give the same period start
-  and the same answers (paraphrases) share one memory. There are no individual
-  memories: TimeQA has no personal logs, and inventing some would add labels nobody
-  annotated.
-* **One group per distinct start time**, in time order.
-* **Later facts supersede earlier ones**: when a group is applied, every earlier valid
-  memory of the page whose answers differ from all of the group's is outdated by it
-  (relation contradiction, action revise, level inter); one with the same answers is
-  compatible and kept.
-* **Questions** are asked as of their period's start: ``valid`` is the memory written
-  then with the asked answers (and any still-valid memory with the same answers),
-  ``outdated`` every memory of the page already superseded at that time.
+* **A page is one subject.** TimeQA's ``index`` is ``/wiki/<entity>#<Wikidata property>``
+  and its questions are mostly paraphrases of that one attribute ("Who owned X ...",
+  "X was owned by whom ..."), so the page is one timeline; each answered question gives a
+  value starting at its period's start (the period's end is not used: the next value
+  ends it). ``split_questions=True`` keys timelines by page and plain question instead.
+* **Each record keeps its own wording**: the question without its time phrase
+  (:func:`plain_question`), so paraphrases reach the stream; the most frequent wording
+  is the subject's "now" question.
+* **The source's own question, with its period, is an as-of question** at the period's
+  start.
+* ``--split train|val`` keeps the pages whose index hashes into ~80% / ~20%, so a model
+  trained on one part can be checked on pages it never saw.
 
 Questions that cannot be converted are skipped and counted by reason (no answer, no
 date found in the wording, a date that does not exist, a range that ends before it
@@ -37,6 +34,7 @@ starts, a malformed record); pages without a convertible question are skipped to
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import string
@@ -45,12 +43,14 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-from memgraft.collab.data import Dataset, Ledger, MemoryState, Row
+from memgraft.collab.data import Dataset
+from memgraft.collab.data.facts import Timeline, build
 
 DEFAULT_INPUT = Path(__file__).resolve().parents[4] / "shared" / "data" / "timeqa-train" / "human_annotated_train.json"
 AUTHOR = "wikipedia"
+SPLITS = ("train", "val", "all")
 
 _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -138,8 +138,8 @@ _FILLER = re.compile(  # what is left of a time phrase once its dates are cut ou
 )
 
 
-def statement(question: str, period: Period, answers: Sequence[str]) -> str:
-    """The memory text: the question without its time phrase, then the answer."""
+def plain_question(question: str, period: Period) -> str:
+    """The question without its time phrase: "Who ran X from 1990 to 2000?" -> "Who ran X?"."""
     a, b = period.span
     q = question[:a] + " " + question[b:]
     q = _FILLER.sub(" ", q)
@@ -147,47 +147,48 @@ def statement(question: str, period: Period, answers: Sequence[str]) -> str:
     q = re.sub(r"^[,\s]+|,(?=[?.])", "", q).strip()
     if q and q[-1] not in "?.":
         q += "?"
-    if q:
-        q = q[0].upper() + q[1:]
-    return f"{q} {' and '.join(answers)}."
+    return q[:1].upper() + q[1:]
 
 
-def _answer_key(answers: Iterable[str]) -> tuple[str, ...]:
-    table = str.maketrans("", "", string.punctuation)
-    return tuple(sorted({" ".join(a.lower().translate(table).split()) for a in answers}))
+def statement(question: str, period: Period, answers: Sequence[str]) -> str:
+    """The question without its time phrase, then the answer (the first record phrasing)."""
+    return f"{plain_question(question, period)} {' and '.join(answers)}."
+
+
+def _question_key(plain: str) -> str:
+    return " ".join(plain.lower().translate(str.maketrans("", "", string.punctuation)).split())
+
+
+def split_of(page: dict[str, Any], number: int) -> str:
+    """"train" or "val", about 80/20, by a hash of the page's index: stable across runs."""
+    key = str(page.get("index", number)) if isinstance(page, dict) else str(number)
+    return "val" if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 5 == 0 else "train"
+
+
+def select_split(pages: Sequence[dict[str, Any]], split: str = "all") -> list[dict[str, Any]]:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return [p for n, p in enumerate(pages) if split == "all" or split_of(p, n) == split]
 
 
 @dataclass
 class _Fact:
-    start: str
+    question: str
+    plain: str
     period: Period
     answers: list[str]
-    text: str
-    evidence: str | None
-    questions: list[tuple[str, Period]]
-    memory: MemoryState | None = None
-
-
-def _evidence(paras: Sequence[str], span: dict[str, Any]) -> str | None:
-    """The sentence of the paragraph holding the answer span (for the memories file only)."""
-    try:
-        para = paras[int(span["para"])]
-        start, end = int(span["from"]), int(span["end"])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-    left = para.rfind(" . ", 0, start)
-    right = para.find(" . ", end)
-    sentence = para[left + 3 if left >= 0 else 0 : right + 2 if right >= 0 else len(para)]
-    return detokenize(sentence)
 
 
 class Converter:
-    """Converts pages one by one into a shared ledger, counting what it skips."""
+    """Turns pages into timelines, counting what it skips. A page (TimeQA's ``index``,
+    ``/wiki/<entity>#<Wikidata property>``) is one subject-attribute: its questions are
+    mostly paraphrases of one attribute, so by default the page is one timeline;
+    ``split_questions`` makes each distinct plain question its own timeline instead."""
 
-    def __init__(self) -> None:
-        self.ledger = Ledger()
-        self.questions: list[Row] = []
+    def __init__(self, split_questions: bool = False) -> None:
+        self.timelines: list[Timeline] = []
         self.counts: Counter[str] = Counter()
+        self.split_questions = split_questions
 
     def page(self, number: int, page: dict[str, Any]) -> None:
         self.counts["pages"] += 1
@@ -195,26 +196,35 @@ class Converter:
         if not isinstance(records, list):
             self.counts["pages_malformed"] += 1
             return
-        paras = page.get("paras") or []
-        facts: dict[tuple[str, tuple[str, ...]], _Fact] = {}
-        for record in records:
-            self.counts["questions"] += 1
-            fact = self._fact(record, paras)
-            if fact is None:
-                continue
-            key = (fact.start, _answer_key(fact.answers))
-            if key in facts:
-                facts[key].questions.extend(fact.questions)
-                self.counts["questions_sharing_a_memory"] += 1
-            else:
-                facts[key] = fact
+        facts = [f for f in (self._fact(r) for r in records) if f is not None]
+        self.counts["questions"] += len(records)
+        self.counts["questions_converted"] += len(facts)
         if not facts:
             self.counts["pages_without_questions"] += 1
             return
-        self._page_stream(f"timeqa-{number:03d}", str(page.get("index", number)), list(facts.values()))
+        index = str(page.get("index", number))
+        link = str(page.get("link") or index.split("#")[0])
+        name = link.rsplit("/", 1)[-1].replace("_", " ")
+        by_key: dict[str, list[_Fact]] = {}
+        for f in facts:
+            by_key.setdefault(_question_key(f.plain) if self.split_questions else "", []).append(f)
+        for key, group in by_key.items():
+            plains = Counter(f.plain for f in group)
+            wording: dict[str, str] = {}
+            for f in group:
+                wording.setdefault(f.period.start, f.plain)
+            self.timelines.append(
+                Timeline(
+                    subject=f"{index}|{key}" if key else index,
+                    question=max(plains, key=lambda q: (plains[q], -list(plains).index(q))),
+                    values=[(f.period.start, f.answers) for f in group],
+                    asked=[(f.question, f.period.start, f.answers) for f in group],
+                    name=name, wording=wording, extra={"page": index},
+                )
+            )  # fmt: skip
         self.counts["pages_converted"] += 1
 
-    def _fact(self, record: Any, paras: Sequence[str]) -> _Fact | None:
+    def _fact(self, record: Any) -> _Fact | None:
         try:
             question, spans = str(record[0]), list(record[1])
             answers = [detokenize(str(s["answer"])) for s in spans if str(s.get("answer", "")).strip()]
@@ -235,83 +245,25 @@ class Converter:
         if period.end is not None and period.end < period.start:
             self.counts["skipped_bad_range"] += 1
             return None
-        answers = list(dict.fromkeys(answers))
-        return _Fact(
-            start=period.start,
-            period=period,
-            answers=answers,
-            text=statement(question, period, answers),
-            evidence=_evidence(paras, spans[0]) if spans else None,
-            questions=[(question, period)],
-        )
-
-    def _page_stream(self, team: str, page_index: str, facts: list[_Fact]) -> None:
-        starts = sorted({f.start for f in facts})
-        for g, start in enumerate(starts):
-            gid = f"{team}-g{g:03d}"
-            group = [f for f in facts if f.start == start]
-            earlier = [m for m in self.ledger.team_states(team) if m.outdated_at is None]
-            for k, fact in enumerate(group, start=1):
-                fact.memory = MemoryState(
-                    memory_id=f"{gid}-m{k:02d}", team=team, group_id=gid, time=start, type="team",
-                    author=AUTHOR, content=fact.text, kind="fact", topic=page_index, value=" and ".join(fact.answers),
-                    extra={"page": page_index, "answers": fact.answers, "evidence": fact.evidence},
-                )  # fmt: skip
-            mems = [f.memory for f in group if f.memory is not None]
-            self.ledger.add_group(team, gid, start, mems)
-            self.counts["groups"] += 1
-            self.counts["memories"] += len(mems)
-            by_key = {_answer_key(f.answers): f.memory for f in group}
-            for old in earlier:
-                same = by_key.get(_answer_key(old.extra["answers"]))
-                if same is not None:
-                    self.ledger.decide(old.memory_id, gid, start, "inter", [same.memory_id], "compatible", "keep")
-                else:
-                    ids = [m.memory_id for m in mems]
-                    self.ledger.decide(old.memory_id, gid, start, "inter", ids, "contradiction", "revise", ids[0])
-                    self.counts["superseded"] += 1
-        states = self.ledger.team_states(team)
-        asked = 0
-        for fact in facts:
-            assert fact.memory is not None
-            key = _answer_key(fact.answers)
-            t = fact.start
-            valid = [fact.memory.memory_id] + [
-                m.memory_id
-                for m in states
-                if m is not fact.memory and m.valid_at(t) and _answer_key(m.extra["answers"]) == key
-            ]
-            outdated = [m.memory_id for m in states if m.outdated_by(t)]
-            for question, period in fact.questions:
-                asked += 1
-                self.questions.append(
-                    {
-                        "id": f"{team}-q{asked:03d}",
-                        "team": team,
-                        "question": question,
-                        "time": t,
-                        "valid": valid,
-                        "outdated": outdated,
-                        "answer": " and ".join(fact.answers),
-                        "qtype": "fact_lookup",
-                        "answers": fact.answers,
-                        "page": page_index,
-                        "period": {"text": period.text, "from": period.start, "to": period.end},
-                    }
-                )
-                self.counts["questions_converted"] += 1
-
-    def dataset(self, source: str) -> Dataset:
-        counts = {k: self.counts[k] for k in sorted(self.counts)}
-        return self.ledger.dataset(self.questions, info={"source": source, "counts": counts})
+        return _Fact(question, plain_question(question, period), period, list(dict.fromkeys(answers)))
 
 
-def convert(pages: Sequence[dict[str, Any]], source: str = "timeqa") -> tuple[Dataset, dict[str, int]]:
-    """Convert TimeQA pages; returns the dataset and the conversion counts."""
-    conv = Converter()
+def convert(
+    pages: Sequence[dict[str, Any]],
+    source: str = "timeqa",
+    *,
+    subjects_per_team: int = 40,
+    seed: int = 0,
+    split_questions: bool = False,
+    **options: Any,
+) -> tuple[Dataset, dict[str, int]]:
+    """Convert TimeQA pages (:func:`memgraft.collab.data.facts.build` takes ``options``);
+    returns the dataset and the conversion counts."""
+    conv = Converter(split_questions)
     for number, page in enumerate(pages):
         conv.page(number, page)
-    data = conv.dataset(source)
+    data = build(conv.timelines, source=source, author=AUTHOR, subjects_per_team=subjects_per_team,
+                 seed=seed, counts=dict(conv.counts), **options)  # fmt: skip
     return data, dict(data.info["counts"])
 
 
@@ -328,8 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--input", type=Path, default=DEFAULT_INPUT, help="TimeQA JSON (a list of pages)")
     p.add_argument("--out", required=True, type=Path, help="folder for stream/questions/gold/memories .jsonl")
     p.add_argument("--limit", type=int, default=None, help="convert only the first N pages")
+    p.add_argument("--subjects-per-team", type=int, default=40, help="subjects per team (0: one team)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--split", choices=SPLITS, default="all", help="pages by a hash of their index, ~80/20")
     a = p.parse_args(argv)
-    data, counts = convert(load_pages(a.input, a.limit), source=str(a.input))
+    pages = select_split(load_pages(a.input, a.limit), a.split)
+    data, counts = convert(pages, subjects_per_team=a.subjects_per_team, seed=a.seed)
+    data.info.update(input=str(a.input), split=a.split)
     paths = data.write(a.out)
     (a.out / "report.json").write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({"counts": counts, "files": {k: str(v) for k, v in paths.items()}}, indent=2))
