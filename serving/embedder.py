@@ -4,6 +4,8 @@ Every query of every search and HGMem step is one short ``encode`` call; alone,
 each pays a forward pass of its own. ``@serve.batch`` gathers the calls that
 arrive within ``embed_batching.batch_wait_timeout_s`` and encodes their texts
 together (sentence-transformers sorts them by length, so padding stays small).
+A batch that fails is encoded again caller by caller, so only the caller whose
+text broke it gets the error (:mod:`serving.isolate`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ray import serve
 
 from memgraft.config import Settings
 from memgraft.models.batching import split_by_sizes
+from serving.isolate import per_caller, unwrap
 from serving.settings import Batching
 
 
@@ -30,10 +33,13 @@ class EmbedderDeployment:
         return {"name": self.embedder.name, "dim": int(self.embedder.dim)}
 
     async def encode(self, texts: list[str]) -> np.ndarray:
-        return await self._encode_batch(list(texts))
+        return unwrap(await self._encode_batch(list(texts)))
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.005)
     async def _encode_batch(self, calls: list[list[str]]) -> list[np.ndarray]:
+        return await per_caller(self._encode_joint, calls)
+
+    async def _encode_joint(self, calls: list[list[str]]) -> list[np.ndarray]:
         flat = [t for texts in calls for t in texts]
         vectors = await asyncio.to_thread(self.embedder.encode, flat)
         return split_by_sizes(vectors, [len(texts) for texts in calls])

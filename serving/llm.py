@@ -4,7 +4,8 @@ The backend's ``generate(list[ChatRequest])`` already decodes a batch at once;
 ``@serve.batch`` fills that batch from concurrent questions (HGMem steps, team
 answers, chat calls) up to ``llm_batching.max_batch_size``. On the cluster
 profile (``models.llm_backend: vllm``) this deployment is replaced by
-``ray.serve.llm`` (:mod:`serving.vllm`).
+``ray.serve.llm`` (:mod:`serving.vllm`). A batch that fails is decoded again
+request by request, so one caller's bad request fails that caller alone.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ray import serve
 
 from memgraft.config import Settings
 from memgraft.models.llm.base import LLM, ChatRequest, Completion
+from serving.isolate import per_caller, unwrap
 from serving.settings import Batching
 
 LLMFactory = Callable[[Settings], LLM]
@@ -33,8 +35,11 @@ class LLMDeployment:
         return {"name": self.llm.name}
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        return list(await asyncio.gather(*(self._generate_batch(r) for r in requests)))
+        return [unwrap(c) for c in await asyncio.gather(*(self._generate_batch(r) for r in requests))]
 
     @serve.batch(max_batch_size=4, batch_wait_timeout_s=0.02)
     async def _generate_batch(self, requests: list[ChatRequest]) -> list[Completion]:
+        return await per_caller(self._generate_joint, requests)
+
+    async def _generate_joint(self, requests: list[ChatRequest]) -> list[Completion]:
         return await asyncio.to_thread(self.llm.generate, requests)
