@@ -2,8 +2,11 @@
 
 The tokens file (JSON or YAML) is ``{"teams": {"lab": "tok-lab"}, "readers": ["tok-read"]}``.
 It is read in the ingress replica, never shipped in the application's arguments
-(those are stored by Serve), and re-read when its modification time changes, so a
-token can be rotated without a redeploy. Tokens are compared with
+(those are stored by Serve), and re-read when it changes, so a token can be
+rotated without a redeploy. "Changes" compares inode, ctime, mtime and size: a
+rewrite to the same length with the old mtime put back still changes the ctime.
+Rotate by writing a new file and renaming it over the old one (atomic: a reader
+never sees half a file, and the inode changes). Tokens are compared with
 ``hmac.compare_digest`` against every known token, so the time taken says nothing
 about how much of a guess was right.
 
@@ -71,7 +74,7 @@ class Access:
     def __init__(self, path: str | None):
         self.path = path
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
         self._tokens = TokensFile()
 
     def _current(self) -> TokensFile:
@@ -81,7 +84,7 @@ class Access:
             st = Path(self.path).stat()
         except OSError as err:
             raise Unauthorized(f"the tokens file cannot be read ({type(err).__name__}): access is closed") from err
-        stamp = (st.st_mtime_ns, st.st_size)
+        stamp = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size)
         with self._lock:
             if stamp != self._stamp:
                 try:
