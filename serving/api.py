@@ -4,7 +4,9 @@ The app reads what it serves from ``app.state`` (``service``, ``access``,
 ``chat``, ``max_body_bytes``), which the ingress replica fills in when it starts;
 tests fill it with in-process models. Handlers check the token first, then run
 the library's blocking calls in a worker thread, so the event loop keeps
-answering (health checks included) while a model thinks.
+answering (health checks included) while a model thinks. Writes to one team wait
+their turn on an asyncio lock before taking a thread, so twenty writers to one
+team hold one worker thread, not twenty.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from memgraft.collab.types import MemoryGroup
-from serving import chat, errors, schemas
+from serving import caps, chat, errors, schemas
 from serving.access import Access
 from serving.limits import BodyLimit
 from serving.names import NAME, TRACE
@@ -55,6 +56,7 @@ def create_api() -> FastAPI:
         version="0.1.0",
     )
     api.state.max_body_bytes = 1 << 20
+    api.state.writers = {}
     api.add_middleware(BodyLimit, max_body_bytes=lambda: api.state.max_body_bytes)
     errors.install(api)
 
@@ -79,11 +81,12 @@ def create_api() -> FastAPI:
         return HTMLResponse(out) if format == "html" else out
 
     @api.post("/v1/teams/{team}/groups", response_model=schemas.GroupResponse, tags=["teams"])
-    async def add_group(team: Team, group: MemoryGroup, service: ServiceDep, access: AccessDep,
+    async def add_group(team: Team, group: schemas.GroupRequest, service: ServiceDep, access: AccessDep,
                         token: Token) -> schemas.GroupResponse:
         """Run one time-aligned memory group through the updater; returns every maintenance decision."""
         access.require_team(_token(token), team)
-        return await asyncio.to_thread(service.add_group, team, group)
+        async with _writer(api, team):
+            return await asyncio.to_thread(service.add_group, team, group)
 
     @api.post("/v1/teams/{team}/search", response_model=schemas.SearchResponse, tags=["teams"])
     async def search(team: Team, body: schemas.SearchRequest, service: ServiceDep, access: AccessDep,
@@ -104,9 +107,17 @@ def create_api() -> FastAPI:
                                token: Token) -> Any:
         """OpenAI-compatible chat with the served LLM (vLLM on the cluster, streaming there)."""
         access.require_any(_token(token))
+        body = body.model_copy(update={"max_tokens": caps.chat_tokens(request.app.state.service.serving,
+                                                                      body.max_tokens)})
         return await request.app.state.chat(body)
 
     return api
+
+
+def _writer(api: FastAPI, team: str) -> asyncio.Lock:
+    """One team's write turn on this replica's event loop."""
+    locks: dict[str, asyncio.Lock] = api.state.writers
+    return locks.setdefault(team, asyncio.Lock())
 
 
 def local_chat(service: Service) -> Chat:

@@ -18,9 +18,15 @@ class Unsupported(ValueError):
     """A chat option this LLM path does not serve (streaming locally): 422."""
 
 
+VLLM_ONLY = ("top_p", "stop", "presence_penalty", "frequency_penalty")
+
+
 def chat_request(body: schemas.ChatCompletionRequest) -> ChatRequest:
     if body.stream:
         raise Unsupported("streaming is served on the vLLM path only; send \"stream\": false")
+    unserved = [f for f in VLLM_ONLY if getattr(body, f) is not None]
+    if unserved:  # said, rather than silently ignored
+        raise Unsupported(f"{', '.join(unserved)}: served on the vLLM path only")
     schema = None
     if body.response_format and body.response_format.get("type") == "json_schema":
         schema = (body.response_format.get("json_schema") or {}).get("schema")

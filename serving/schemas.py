@@ -3,31 +3,84 @@
 Requests forbid unknown fields, so a misspelt ``as_of`` is an error rather than a
 silently ignored option. A memory group is the library's own stream record
 (:class:`memgraft.collab.types.MemoryGroup`), so the HTTP body and a line of a
-stream file are one format.
+stream file are one format; here it also forbids unknown fields.
+
+Every text is checked to be encodable as UTF-8 (JSON allows a lone surrogate such
+as ``"\\ud800"``, which the tokenizer and SQLite refuse): refused here, one caller's
+text never reaches a batch it shares with others. Every time must convert to UTC
+within the calendar (``9999-12-31T23:59:59-12:00`` does not).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from memgraft.collab.types import Memory
+from memgraft.collab.types import Memory, MemoryGroup, StreamMemory
 from memgraft.hgmem.methods import METHODS
 
 Method = Literal[METHODS]  # type: ignore[valid-type]
+
+EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)  # a day inside the calendar at either end, so any
+LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)  # time zone's view of a stored time still exists
+
+
+def _encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"text is not encodable as UTF-8 (a lone surrogate at position {err.start})") from None
+    return text
+
+
+def _in_calendar(value: datetime) -> datetime:
+    try:
+        utc = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("time is outside the calendar once converted to UTC") from None
+    if not EARLIEST <= utc <= LATEST:
+        raise ValueError(f"time must lie between {EARLIEST.date()} and {LATEST.date()} UTC")
+    return utc
+
+
+Text = Annotated[str, AfterValidator(_encodable)]
+Time = Annotated[datetime, AfterValidator(_in_calendar)]
+Count = Annotated[int, Field(ge=1, strict=True)]  # strict: true is not 1
 
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# -- one memory group (the stream format, validated strictly at the HTTP boundary) ---------------
+
+
+class MemoryIn(StreamMemory):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: Text = Field(min_length=1, max_length=200)
+    author: Text = Field(max_length=200)
+    content: Text = Field(min_length=1)  # its length is capped by serving.max_memory_chars (413)
+
+
+class GroupRequest(MemoryGroup):
+    """A stream line as an HTTP body; how many memories it may hold is ``serving.max_group_memories`` (413)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    team: Text = Field(min_length=1, max_length=64)
+    group_id: Text = Field(min_length=1, max_length=200)
+    time: Time
+    memories: list[MemoryIn] = Field(min_length=1)
+
+
 # -- graphs (HGMem) -------------------------------------------------------------------------
 
 
 class QueryRequest(_Request):
-    question: str = Field(min_length=1, max_length=4000)
+    question: Text = Field(min_length=1, max_length=4000)
     method: Method = "hgmem"  # type: ignore[valid-type]
 
 
@@ -97,9 +150,9 @@ class GroupResponse(BaseModel):
 
 
 class SearchRequest(_Request):
-    query: str = Field(min_length=1, max_length=4000)
-    k: int = Field(10, ge=1, le=100)
-    as_of: datetime | None = Field(None, description="search the bank as it stood then (default: now)")
+    query: Text = Field(min_length=1, max_length=4000)
+    k: Count = Field(10, description="at most serving.max_k (default 100)")
+    as_of: Time | None = Field(None, description="search the bank as it stood then (default: now)")
 
 
 class HitOut(BaseModel):
@@ -120,10 +173,10 @@ class SearchResponse(BaseModel):
 
 
 class AnswerRequest(_Request):
-    question: str = Field(min_length=1, max_length=4000)
-    as_of: datetime | None = None
-    k: int = Field(10, ge=1, le=100)
-    evidence: int = Field(5, ge=1, le=50)
+    question: Text = Field(min_length=1, max_length=4000)
+    as_of: Time | None = None
+    k: Count = Field(10, description="at most serving.max_k (default 100)")
+    evidence: Count = Field(5, le=50)
 
 
 class Dropped(BaseModel):
@@ -162,20 +215,25 @@ class Health(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    role: str
-    content: str
+    role: Literal["system", "user", "assistant"]
+    content: Text
 
 
-class ChatCompletionRequest(BaseModel):
-    """The OpenAI chat body, as far as this service reads it (other fields pass through to vLLM)."""
+class ChatCompletionRequest(_Request):
+    """The OpenAI chat body, as far as this service serves it: the fields below, and no others reach vLLM.
 
-    model_config = ConfigDict(extra="allow")
+    ``max_tokens`` is at most ``serving.max_chat_tokens``, which is also what a call without it runs with.
+    """
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
-    max_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0)
-    seed: int | None = None
+    max_tokens: Count | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    seed: int | None = Field(None, strict=True)
+    stop: Text | Annotated[list[Text], Field(max_length=4)] | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
     response_format: dict[str, Any] | None = None
     stream: bool = False
 

@@ -4,19 +4,27 @@ The ingress runs these methods in worker threads; tests and the benchmark can ru
 them with in-process models. Graph stores and team banks are opened on first use
 and kept: a graph is reloaded when its manifest changes (an ``--append`` build),
 a team's bank is its own SQLite file, ``<banks_dir>/<team>.sqlite``.
+
+Writes to one team are serialised here (one lock per team), so parallel writers
+all succeed in turn instead of making each other's plans stale; a writer in
+another replica can still do that, and the group is then re-planned against the
+fresh bank, up to ``serving.write_attempts`` times, before the client is told to
+retry (503).
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.bank import MemoryBank
+from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank, StaleDecision
 from memgraft.collab.types import MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -24,7 +32,8 @@ from memgraft.hgmem.methods import record_answer
 from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
-from serving import schemas
+from serving import caps, schemas
+from serving.memo import SharedMemoEmbedder
 from serving.names import bank_path, graph_path, trace_path
 from serving.settings import ServingSettings
 
@@ -39,6 +48,14 @@ class AlreadyApplied(RuntimeError):
 
 class TeamMismatch(ValueError):
     """A group whose ``team`` field names another team than the URL: 422."""
+
+
+class BankUnusable(RuntimeError):
+    """A team's bank file that is not a bank this code reads (corrupt, another schema): 409, for an operator."""
+
+
+class Busy(RuntimeError):
+    """A write that lost to other writers every time it tried, or a locked database: 503, retry after a second."""
 
 
 @dataclass
@@ -58,6 +75,7 @@ class Service:
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[int, GraphStore]] = {}
         self._teams: dict[str, CollabMemory] = {}
+        self._writers: dict[str, threading.Lock] = {}
 
     # -- sources, as every response names them ---------------------------------------------
     @property
@@ -121,10 +139,16 @@ class Service:
             if not create and not path.exists():
                 raise NotFound(f"team {team!r} has no memories yet (add a group first)")
             m = self.models
-            memory = CollabMemory(MemoryBank(path, m.embedder), self.settings, m.embedder, llm=m.llm,
+            memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
+            memory = CollabMemory(_open_bank(team, path, memo), self.settings, memo, llm=m.llm,
                                   reranker=m.reranker, scorer=m.scorer)
             self._teams[team] = memory
             return memory
+
+    def writer(self, team: str) -> threading.Lock:
+        """The lock one team's writes take in turn."""
+        with self._lock:
+            return self._writers.setdefault(team, threading.Lock())
 
     def semantic_source(self, memory: CollabMemory) -> str:
         return memory.semantic_source
@@ -132,8 +156,10 @@ class Service:
     def add_group(self, team: str, group: MemoryGroup) -> schemas.GroupResponse:
         if group.team != team:
             raise TeamMismatch(f"the group's team {group.team!r} does not match the URL's team {team!r}")
+        caps.check_group(self.serving, group)
         memory = self.team(team, create=True)
-        report = memory.add_group(group)
+        with self.writer(team):
+            report = self._apply(memory, group)
         if report.skipped:
             raise AlreadyApplied(f"team {team!r}: group {group.group_id!r} is already applied")
         return schemas.GroupResponse(
@@ -144,7 +170,26 @@ class Service:
                 action=str(d.action), before=d.before, after=d.after, valid_before=d.valid_before,
                 valid_after=d.valid_after, decided_by=d.decided_by, reason=d.reason) for d in report.decisions])
 
+    def _apply(self, memory: CollabMemory, group: MemoryGroup):
+        attempts = self.serving.write_attempts
+        for attempt in range(attempts):
+            try:
+                return memory.add_group(group)
+            except StaleDecision:  # another replica wrote this team meanwhile: plan again on the fresh bank
+                if attempt + 1 == attempts:
+                    raise Busy(f"team {group.team!r}: group {group.group_id!r} was outpaced by other writers "
+                               f"{attempts} times (serving.write_attempts); nothing was written, send it again")
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err):
+                    raise
+                if attempt + 1 == attempts:
+                    raise Busy(f"team {group.team!r}: the bank is busy ({err}); nothing was written, "
+                               f"send it again") from None
+            time.sleep(min(0.05 * 2 ** attempt, 1.0))
+        raise AssertionError("unreachable")
+
     def search(self, team: str, body: schemas.SearchRequest) -> schemas.SearchResponse:
+        caps.check_k(self.serving, body.k)
         memory = self.team(team)
         hits = memory.search(team, body.query, k=body.k, as_of=body.as_of)
         return schemas.SearchResponse(
@@ -154,6 +199,7 @@ class Service:
                                  validity=h.validity, score=h.score) for h in hits])
 
     def answer(self, team: str, body: schemas.AnswerRequest) -> schemas.AnswerResponse:
+        caps.check_k(self.serving, body.k)
         memory = self.team(team)
         result = memory.answer(team, body.question, as_of=body.as_of, k=body.k, evidence=body.evidence)
         usage = result.usage
@@ -171,3 +217,17 @@ class Service:
             for memory in self._teams.values():
                 memory.close()
             self._teams.clear()
+
+
+def _open_bank(team: str, path: Path, embedder: Any) -> MemoryBank:
+    """The team's bank, or why it cannot be opened, in words that name the team and not the server's path."""
+    try:
+        return MemoryBank(path, embedder)
+    except EmbedderMismatch as err:
+        raise EmbedderMismatch(str(err).replace(str(path), f"team {team!r}'s bank")) from None
+    except BankError as err:
+        raise BankUnusable(f"team {team!r}'s bank cannot be used: "
+                           f"{str(err).replace(str(path), 'it').removeprefix('it: ')}") from None
+    except sqlite3.DatabaseError as err:
+        raise BankUnusable(f"team {team!r}'s bank cannot be read ({err}): an operator must restore or move "
+                           f"it") from None

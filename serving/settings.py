@@ -97,6 +97,16 @@ class ServingSettings(_Section):
     tokens_file: str | None = None  # JSON or YAML; MEMGRAFT_TOKENS overrides
     scorer_path: str | None = None  # a saved validity scorer; None: searches rank without S_val
     max_body_bytes: int = Field(1 << 20, gt=0)
+    # Work one request may ask for (each refusal names its setting): 413 for a group over the first
+    # two, 422 for a k or max_tokens over theirs. A memory's text past 4096 characters is not read by
+    # the rules updater anyway (memgraft.collab.rules.READ_CHARS).
+    max_group_memories: int = Field(64, ge=1)
+    max_memory_chars: int = Field(8192, ge=1)
+    max_k: int = Field(100, ge=1)
+    max_chat_tokens: int = Field(1024, ge=1)  # also the default max_tokens of a chat call that sends none
+    # A group re-planned because another replica wrote the same team meanwhile (StaleDecision); past
+    # these attempts the client gets 503 with Retry-After. Writers in one replica wait their turn instead.
+    write_attempts: int = Field(8, ge=1)
     call_timeout_s: float = Field(600.0, gt=0)  # one call from the ingress to a model deployment
     # Library calls one ingress replica runs at once (each a thread, mostly waiting on a model
     # deployment): asyncio's default of CPUs + 4 would cap the batches the models can form.

@@ -1,0 +1,44 @@
+"""Per-request work caps, each a ``serving.*`` setting its refusal names.
+
+Pydantic checks the body's shape; these check what the replica's settings allow,
+which a static schema cannot know. A group too big is 413 (the body is too large
+for this service), a ``k`` or ``max_tokens`` over its cap is 422.
+"""
+
+from __future__ import annotations
+
+from memgraft.collab.types import MemoryGroup
+from serving.settings import ServingSettings
+
+
+class TooLarge(ValueError):
+    """A group with more memories, or a memory with more text, than the service takes: 413."""
+
+
+class OverLimit(ValueError):
+    """A number over its cap (``k``, ``max_tokens``): 422."""
+
+
+def check_group(serving: ServingSettings, group: MemoryGroup) -> None:
+    n, cap = len(group.memories), serving.max_group_memories
+    if n > cap:
+        raise TooLarge(f"a group holds at most {cap} memories (serving.max_group_memories); this one has {n}: "
+                       f"send it as several groups")
+    cap = serving.max_memory_chars
+    for m in group.memories:
+        if len(m.content) > cap:
+            raise TooLarge(f"memory {m.memory_id!r} has {len(m.content)} characters, over serving.max_memory_chars "
+                           f"({cap})")
+
+
+def check_k(serving: ServingSettings, k: int, field: str = "k") -> None:
+    if k > serving.max_k:
+        raise OverLimit(f"{field} is at most {serving.max_k} (serving.max_k), not {k}")
+
+
+def chat_tokens(serving: ServingSettings, max_tokens: int | None) -> int:
+    """The ``max_tokens`` a chat call runs with: the client's, within ``serving.max_chat_tokens``, or that cap."""
+    cap = serving.max_chat_tokens
+    if max_tokens is not None and max_tokens > cap:
+        raise OverLimit(f"max_tokens is at most {cap} (serving.max_chat_tokens), not {max_tokens}")
+    return cap if max_tokens is None else max_tokens
