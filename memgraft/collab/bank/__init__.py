@@ -1,0 +1,35 @@
+"""HiCoMER's memory bank: one SQLite file, one transaction per group, nothing ever lost.
+
+Why it looks like this:
+- A group's new memories, the updater's decisions about them and the mark that
+  the group was applied commit together or not at all, so a killed ingest job
+  resumes by skipping applied groups (``is_applied``) and never sees half a group.
+- ``original`` text is immutable and ``decisions`` is append-only, both enforced
+  by SQLite triggers, so the state as of any past time is rebuilt from the log:
+  a memory's as-of state is its last decision with ``decided_at <= as_of``
+  (``decided_at`` is the triggering group's time, the stream's own clock). Groups
+  of a team must arrive in time order, which makes that rebuild at "now" equal
+  the live rows.
+- The embedding of each memory's *maintained* text is stored with its row
+  (float32 BLOB; the embedder's name and dim in ``meta``) and re-embedded when a
+  decision revises the text. Per-team numpy matrices are rebuilt from those
+  blobs lazily on first use after opening, kept in sync on our own commits, and
+  reloaded when another process has written the team (``teams.version``).
+- As-of search does not store an embedding per decision: rows untouched since
+  ``as_of`` reuse the stored vector, and the few whose as-of text differs from
+  today's are re-embedded (LRU-cached). That keeps the bank one vector per memory.
+
+The package, by idea: ``schema`` (tables, triggers, row codecs), ``index`` (a
+team's vectors and the ranking), ``vectors`` (embedding and index caching),
+``search`` (live and as-of search), ``transaction`` (one group's write),
+``store`` (``MemoryBank``: the file, the embedder binding, reads), ``errors``.
+"""
+
+from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup, StaleDecision
+from memgraft.collab.bank.schema import SCHEMA_VERSION
+from memgraft.collab.bank.store import MemoryBank
+from memgraft.collab.bank.transaction import GroupTransaction
+from memgraft.collab.bank.vectors import EMBED_CACHE_SIZE
+
+__all__ = ["BankError", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
+           "MemoryBank", "OutOfOrderGroup", "SCHEMA_VERSION", "StaleDecision"]

@@ -1,0 +1,132 @@
+"""One team's vectors as a matrix in memory, and the ranking over it.
+
+Why: search is the updater's hot path (one per group), so a team's maintained-text
+vectors live in one growable float32 matrix with boolean/time masks beside it, and
+ranking is one matmul plus masks, no per-row Python. The matrix is built once from
+the stored blobs and then kept in step with our own commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.schema import to_us
+from memgraft.collab.types import Memory, MemoryType
+
+# memory_id -> (vector, valid, is_team): rows that replace or add to the committed matrix for one search
+Overlay = dict[str, tuple[np.ndarray, bool, bool]]
+
+
+class TeamIndex:
+    """One team's maintained-text vectors in a growable matrix, with the masks search filters on."""
+
+    def __init__(self, dim: int, version: int, capacity: int = 64):
+        self.version = version
+        self.ids: list[str] = []
+        self.row_of: dict[str, int] = {}
+        self._vecs = np.zeros((capacity, dim), np.float32)
+        self._valid = np.zeros(capacity, bool)
+        self._team = np.zeros(capacity, bool)
+        self._time = np.zeros(capacity, np.int64)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    vecs = property(lambda self: self._vecs[:self.n])
+    valid = property(lambda self: self._valid[:self.n])
+    is_team = property(lambda self: self._team[:self.n])
+    time_us = property(lambda self: self._time[:self.n])
+
+    def put(self, memory_id: str, vec: np.ndarray | None, valid: bool, is_team: bool, time_us: int) -> None:
+        row = self.row_of.get(memory_id)
+        if row is None:
+            if self.n == len(self._vecs):  # double: appends stay amortised O(1)
+                grow = len(self._vecs)
+                self._vecs = np.concatenate([self._vecs, np.zeros_like(self._vecs[:grow])])
+                for name in ("_valid", "_team", "_time"):
+                    arr = getattr(self, name)
+                    setattr(self, name, np.concatenate([arr, np.zeros_like(arr)]))
+            row = self.n
+            self.row_of[memory_id] = row
+            self.ids.append(memory_id)
+        if vec is not None:
+            self._vecs[row] = vec
+        self._valid[row], self._team[row], self._time[row] = valid, is_team, time_us
+
+    def extend(self, ids: list[str], vecs: np.ndarray, valid: np.ndarray, is_team: np.ndarray,
+               time_us: np.ndarray) -> None:
+        """Bulk load into an empty index (opening a bank): no per-row Python beyond the id map."""
+        assert self.n == 0 and len(ids) <= len(self._vecs)
+        n = len(ids)
+        self._vecs[:n], self._valid[:n], self._team[:n], self._time[:n] = vecs, valid, is_team, time_us
+        self.ids = list(ids)
+        self.row_of = {m: i for i, m in enumerate(ids)}
+
+
+def load_index(conn: sqlite3.Connection, team: str, dim: int, version: int) -> TeamIndex:
+    """A team's index from its stored blobs, in write order; refuses rows without a ``dim``-dim vector."""
+    rows = conn.execute(
+        "SELECT memory_id, embedding, valid, type, time FROM memories WHERE team = ? ORDER BY rowid",
+        (team,)).fetchall()
+    missing = [r[0] for r in rows if r[1] is None or len(r[1]) != 4 * dim]
+    if missing:
+        raise BankError(f"team {team!r}: memories {missing[:5]} have no stored {dim}-dim embedding")
+    idx = TeamIndex(dim, version, capacity=max(64, len(rows)))
+    idx.extend([r[0] for r in rows], np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(-1, dim),
+               np.array([r[2] for r in rows], bool), np.array([r[3] == "team" for r in rows], bool),
+               np.array([to_us(r[4]) for r in rows], np.int64))
+    return idx
+
+
+def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,
+         until_us: int | None, overlay: Overlay) -> list[tuple[str, float, np.ndarray]]:
+    """Score the committed rows (minus those the overlay replaces) and the overlay rows; top-k by score.
+
+    One matmul over the whole matrix and masks, no per-row Python: this is the hot path.
+    """
+    want_team = want_team_of(types)
+    base = np.zeros(0, np.float32)
+    if idx is not None and idx.n:
+        base = idx.vecs @ q
+        drop = np.zeros(idx.n, bool)
+        if valid_only:
+            drop |= ~idx.valid
+        if want_team is not None:
+            drop |= idx.is_team != want_team
+        if until_us is not None:
+            drop |= idx.time_us > until_us
+        for memory_id in overlay:
+            row = idx.row_of.get(memory_id)
+            if row is not None:
+                drop[row] = True
+        base[drop] = -np.inf
+    extra = [(m, v) for m, (v, valid, is_team) in overlay.items()
+             if (valid or not valid_only) and (want_team is None or is_team == want_team)]
+    scores = np.concatenate([base, np.stack([v for _, v in extra]) @ q]) if extra else base
+    n_live = int(np.isfinite(scores).sum())
+    k = min(k, n_live)
+    if k <= 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+    top = top[np.lexsort((top, -scores[top]))]  # by score, ties by position: deterministic
+    nb = len(base)
+    return [(idx.ids[i], float(scores[i]), idx.vecs[i]) if i < nb else  # type: ignore[union-attr]
+            (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in top]
+
+
+def want_team_of(types: Sequence[MemoryType] | None) -> bool | None:
+    """None: both kinds; True: team memories only; False: individual only."""
+    chosen = set(types or ())
+    if chosen - {"team", "individual"}:
+        raise ValueError(f"memory types are 'team' and 'individual', not {sorted(chosen)}")
+    return None if len(chosen) != 1 else chosen == {"team"}
+
+
+def with_vec(memory: Memory, vec: np.ndarray) -> Memory:
+    memory.embedding = np.array(vec, dtype=np.float32)
+    return memory

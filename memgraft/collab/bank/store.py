@@ -1,0 +1,227 @@
+"""The memory bank itself: one SQLite file (WAL), its embedder binding, group transactions and reads.
+
+Why one connection behind one lock: the bank is shared between a process's threads
+(the service, the ingest workers), and SQLite serialises writers anyway; a group's
+write is one short ``BEGIN IMMEDIATE`` transaction, so readers in other processes
+(WAL) never see half a group. Search and vectors come from ``BankSearch``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup
+from memgraft.collab.bank.index import TeamIndex, want_team_of
+from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, create_schema,
+                                         id_chunks, iso, parse_time, read_meta, row_to_decision, row_to_memory,
+                                         to_blob)
+from memgraft.collab.bank.search import BankSearch
+from memgraft.collab.bank.transaction import GroupTransaction
+from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
+from memgraft.models.embedder import Embedder
+
+
+class MemoryBank(BankSearch):
+    """A HiCoMER memory bank in one SQLite file (WAL), safe to share between threads of one process.
+
+    ``embedder`` may be omitted to read a bank or search it with vectors; writing
+    to a bank that stores embeddings, and text queries, need the same embedder
+    (by name and dim) the bank was built with.
+    """
+
+    def __init__(self, path: str | Path, embedder: Embedder | None = None):
+        self.path = str(path)
+        self.embedder = embedder
+        self.embedder_name: str | None = None
+        self.dim: int | None = None
+        self._lock = threading.RLock()  # one connection per bank: every use of it holds this lock
+        self._tx: GroupTransaction | None = None
+        self._indexes: dict[str, TeamIndex] = {}
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a power cut may lose the last groups, never corrupt
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        try:
+            create_schema(self._conn)
+            self.embedder_name, self.dim = self._bind_embedder()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._tx is not None:
+                raise BankError("close() inside an open group transaction")
+            self._conn.close()
+
+    def __enter__(self) -> "MemoryBank":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def journal_mode(self) -> str:
+        with self._lock:
+            return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def _bind_embedder(self) -> tuple[str | None, int | None]:
+        """Record the embedder on first use; refuse a different one later (its vectors would not compare)."""
+        meta = read_meta(self._conn)
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise BankError(f"{self.path}: bank schema {meta.get('schema_version')}, this code reads {SCHEMA_VERSION}")
+        if self.embedder is None:
+            return meta.get("embedder"), (int(meta["dim"]) if "dim" in meta else None)
+        name, dim = self.embedder.name, int(self.embedder.dim)
+        if "embedder" not in meta:
+            with self.transaction() as conn:
+                meta = read_meta(self._conn)  # another process may have bound it meanwhile
+                if "embedder" not in meta:
+                    conn.executemany("INSERT INTO meta VALUES (?, ?)", [("embedder", name), ("dim", str(dim))])
+                    self.embedder_name, self.dim = name, dim
+                    self._backfill()
+                    return name, dim
+        if (meta["embedder"], int(meta["dim"])) != (name, dim):
+            raise EmbedderMismatch(
+                f"{self.path} was embedded with {meta['embedder']!r} ({meta['dim']} dims); "
+                f"it cannot be used with {name!r} ({dim} dims). Open it with the same embedder, "
+                f"or rebuild the bank from its stream.")
+        return name, dim
+
+    def _backfill(self) -> None:
+        """Embed rows written while the bank had no embedder (first open with one)."""
+        rows = self._conn.execute("SELECT team, memory_id, maintained FROM memories WHERE embedding IS NULL").fetchall()
+        if rows:
+            vecs = self._embed([r[2] for r in rows])
+            assert vecs is not None
+            self._conn.executemany("UPDATE memories SET embedding = ? WHERE team = ? AND memory_id = ?",
+                                   [(to_blob(v), r[0], r[1]) for v, r in zip(vecs, rows)])
+
+    # -- transactions ----------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write-locked SQLite transaction (BEGIN IMMEDIATE): commit at the end, roll back on any exception.
+
+        Low level: ``group_transaction`` is the way to write. Not re-entrant.
+        """
+        with self._lock:
+            if self._conn.in_transaction:
+                raise BankError("a bank transaction is already open")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def group_transaction(self, group: MemoryGroup) -> Iterator[GroupTransaction]:
+        """Apply one group atomically; raises ``GroupAlreadyApplied`` or ``OutOfOrderGroup`` before any write."""
+        with self._lock:  # held to the index update, so no thread sees the commit without it
+            with self.transaction() as conn:
+                if conn.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
+                                (group.team, group.group_id)).fetchone():
+                    raise GroupAlreadyApplied(f"team {group.team!r}: group {group.group_id!r} is already applied")
+                last = conn.execute("SELECT MAX(time) FROM groups WHERE team = ?", (group.team,)).fetchone()[0]
+                if last is not None and iso(group.time) < last:
+                    raise OutOfOrderGroup(f"team {group.team!r}: group {group.group_id!r} at {iso(group.time)} comes "
+                                          f"before the last applied group ({last}); a team's groups apply in time order")
+                if self.dim is not None:
+                    self._index(group.team)  # cache the committed vectors before this group writes any
+                conn.execute("INSERT OR IGNORE INTO teams (team, version) VALUES (?, 0)", (group.team,))
+                conn.execute("INSERT INTO groups VALUES (?, ?, ?, ?)", (group.team, group.group_id, iso(group.time),
+                                                                       iso(datetime.now(timezone.utc))))
+                tx = GroupTransaction(self, group)
+                self._tx = tx
+                try:
+                    yield tx
+                    version = tx.finish()
+                finally:
+                    self._tx = None
+            self._after_commit(tx, version)
+
+    def apply_group(self, group: MemoryGroup, decisions: Sequence[Decision] = ()) -> None:
+        """Add a group's memories and its precomputed decisions in one transaction."""
+        with self.group_transaction(group) as tx:
+            tx.add_memories()
+            tx.record_many(decisions)
+
+    def is_applied(self, team: str, group_id: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
+                                      (team, group_id)).fetchone() is not None
+
+    # -- reads -----------------------------------------------------------------
+    def teams(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT team FROM teams ORDER BY team")]
+
+    def memory(self, team: str, memory_id: str) -> Memory | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {LIVE_COLUMNS} FROM memories WHERE team = ? AND memory_id = ?",
+                                     (team, memory_id)).fetchone()
+        return None if row is None else row_to_memory(row)
+
+    def memories(self, team: str, as_of: datetime | None = None, types: Sequence[MemoryType] | None = None,
+                 ids: Sequence[str] | None = None) -> list[Memory]:
+        """The team's memories in write order: live, or rebuilt from the decision log as of a time."""
+        sql, args = (f"SELECT {LIVE_COLUMNS}, rowid FROM memories m WHERE team = :team", {"team": team}) \
+            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else "+m.time"),  # by id: the key
+                                   {"team": team, "as_of": iso(as_of)})
+        if want_team_of(types) is not None:
+            sql += " AND m.type IN (" + ",".join(f":t{i}" for i in range(len(types))) + ")"
+            args.update({f"t{i}": t for i, t in enumerate(types)})
+        with self._lock:
+            if ids is None:
+                rows = self._conn.execute(sql + " ORDER BY m.time, m.rowid", args).fetchall()
+            else:  # by primary key, sorted here: an SQL ORDER BY would make SQLite walk the time index
+                rows = []
+                for part in id_chunks(list(ids)):
+                    marks = ",".join(f":i{i}" for i in range(len(part)))
+                    rows += self._conn.execute(sql + f" AND m.memory_id IN ({marks})",
+                                               {**args, **{f"i{i}": x for i, x in enumerate(part)}}).fetchall()
+                rows.sort(key=lambda r: (r[7], r[12]))
+        return [row_to_memory(r) for r in rows]
+
+    def decisions(self, team: str, memory_id: str | None = None) -> list[Decision]:
+        """The append-only log, in the order decisions were applied."""
+        sql = f"SELECT {DECISION_COLUMNS} FROM decisions WHERE team = ?" + (" AND memory_id = ?" if memory_id else "")
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY seq", (team, memory_id) if memory_id else (team,)).fetchall()
+        return [row_to_decision(r) for r in rows]
+
+    def stats(self, team: str) -> dict[str, Any]:
+        with self._lock:
+            c = self._conn
+            m = c.execute("SELECT COUNT(*), SUM(type = 'team'), SUM(valid), SUM(maintained != original) "
+                          "FROM memories WHERE team = ?", (team,)).fetchone()
+            d = c.execute("SELECT COUNT(*), SUM(action = 'revise') FROM decisions WHERE team = ?", (team,)).fetchone()
+            g = c.execute("SELECT COUNT(*), MIN(time), MAX(time) FROM groups WHERE team = ?", (team,)).fetchone()
+        return {"team": team, "memories": m[0], "team_memories": m[1] or 0, "individual_memories": m[0] - (m[1] or 0),
+                "valid": m[2] or 0, "invalid": m[0] - (m[2] or 0), "revised": m[3] or 0, "decisions": d[0],
+                "revisions": d[1] or 0, "groups": g[0], "first_time": g[1], "last_time": g[2],
+                "embedder": self.embedder_name}
+
+    def time_span(self, team: str, as_of: datetime | None = None) -> tuple[datetime, datetime]:
+        """The team's first group time, and ``as_of`` (or its last group time): the span times are normalised over."""
+        with self._lock:
+            first, last = self._conn.execute("SELECT MIN(time), MAX(time) FROM groups WHERE team = ?",
+                                             (team,)).fetchone()
+        if first is None:
+            raise BankError(f"team {team!r} has no memories")
+        return parse_time(first), (as_utc(as_of) if as_of is not None else parse_time(last))
+

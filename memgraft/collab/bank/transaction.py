@@ -1,0 +1,164 @@
+"""One group applied as one SQLite transaction: its memories, its decisions, and the mark that it is in.
+
+Why: a killed ingest must leave whole groups only, so everything the updater writes
+for a group goes through this object while ``MemoryBank.group_transaction`` holds
+the write lock; decisions are checked against the state *inside* the transaction
+(``StaleDecision``) because another writer may have changed a target since the
+updater read it. Writes are kept as a pending overlay so this transaction's own
+searches see them before the bank's index does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.errors import BankError, StaleDecision
+from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_blob, to_us
+from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
+from memgraft.ids import content_hash
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.store import MemoryBank
+
+
+class GroupTransaction:
+    """The updater's view while one group is applied: reads see its own writes; commit is all or nothing.
+
+    Use it through ``MemoryBank.group_transaction``: (1) ``add_memories()`` the
+    group, (2) read (``memory``, ``memories``, ``search``) to compute decisions,
+    (3) ``record`` or ``decide`` them. Memories not added explicitly are added at
+    commit, so an applied group always holds its memories.
+    """
+
+    def __init__(self, bank: "MemoryBank", group: MemoryGroup):
+        self.bank, self.group = bank, group
+        self.team = group.team
+        self.recorded: list[Decision] = []
+        self._added = False
+        # memory_id -> (vector or None for "unchanged", valid, is_team, time_us): merged into search now,
+        # into the bank's index after commit.
+        self.pending: dict[str, tuple[np.ndarray | None, bool, bool, int]] = {}
+        self.new_ids: set[str] = set()
+
+    # -- writes ----------------------------------------------------------------
+    def add_memories(self) -> list[Memory]:
+        """Insert the group's memories: original = maintained = content, valid, maintained at the group time."""
+        self._open()
+        if self._added:
+            raise BankError(f"group {self.group.group_id!r}: memories already added")
+        self._added = True
+        g, conn = self.group, self.bank._conn
+        ids = [m.memory_id for m in g.memories]
+        for part in id_chunks(ids):
+            clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = ? AND memory_id IN "
+                                 f"({','.join('?' * len(part))})", (g.team, *part)).fetchall()
+            if clash:
+                raise BankError(f"team {g.team!r} already holds memories {sorted(r[0] for r in clash)}")
+        vecs = self.bank._embed([m.content for m in g.memories])
+        t, t_us = iso(g.time), to_us(g.time)
+        conn.executemany(
+            "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
+            "relation, action, valid, maintained_at, embedding) VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?)",
+            [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t,
+              None if vecs is None else to_blob(vecs[i])) for i, m in enumerate(g.memories)])
+        for i, m in enumerate(g.memories):
+            self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
+            self.new_ids.add(m.memory_id)
+        return self.memories_of_group()
+
+    def record(self, decision: Decision) -> None:
+        """Apply one decision to its target and append it to the log (see ``record_many``)."""
+        self.record_many([decision])
+
+    def record_many(self, decisions: Iterable[Decision]) -> None:
+        """Apply decisions in order; revised texts are embedded in one batch."""
+        self._open()
+        decisions = list(decisions)
+        states: dict[str, Memory] = {}
+        for d in decisions:
+            self._check(d, states)
+        revised = [d for d in decisions if d.after != d.before]
+        vecs = self.bank._embed([d.after for d in revised]) if revised else None
+        vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
+        conn = self.bank._conn
+        for d in decisions:
+            vec = vec_of.get(id(d))
+            conn.execute(
+                "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?"
+                + (", embedding = ?" if vec is not None else "") + " WHERE team = ? AND memory_id = ?",
+                (d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
+                 *([to_blob(vec)] if vec is not None else []), d.team, d.memory_id))
+            conn.execute(
+                f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
+                 str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason))
+            old = self.pending.get(d.memory_id)
+            target = states[d.memory_id]
+            keep_vec = old[0] if old is not None else None
+            self.pending[d.memory_id] = (vec if vec is not None else keep_vec, d.valid_after,
+                                         target.type == "team", to_us(target.time))
+            self.recorded.append(d)
+
+    def decide(self, memory_id: str, *, level: str, relation: Relation | str, action: Action | str,
+               decided_by: str, after: str | None = None, valid_after: bool | None = None,
+               reason: str = "") -> Decision:
+        """Build a decision from the target's current state (before, validity, time, id) and record it."""
+        current = self.memory(memory_id)
+        if current is None:
+            raise BankError(f"team {self.team!r} has no memory {memory_id!r}")
+        decision = Decision(
+            decision_id="dec-" + content_hash(self.team, self.group.group_id, memory_id, level, len(self.recorded)),
+            team=self.team, memory_id=memory_id, group_id=self.group.group_id, decided_at=self.group.time,
+            level=level, relation=Relation(relation), action=Action(action), before=current.maintained,
+            after=current.maintained if after is None else after,
+            valid_before=current.valid, valid_after=current.valid if valid_after is None else valid_after,
+            decided_by=decided_by, reason=reason)  # type: ignore[arg-type]
+        self.record(decision)
+        return decision
+
+    def _open(self) -> None:
+        """Refuse use after the ``with`` block: a write then would land outside any group transaction."""
+        if self.bank._tx is not self:
+            raise BankError(f"group {self.group.group_id!r}: its transaction has ended")
+
+    def _check(self, d: Decision, states: dict[str, Memory]) -> None:
+        g = self.group
+        if (d.team, d.group_id) != (g.team, g.group_id) or d.decided_at != g.time:
+            raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
+                            f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
+                            f"{g.time.isoformat()})")
+        current = states.get(d.memory_id) or self.memory(d.memory_id)
+        if current is None:
+            raise BankError(f"decision {d.decision_id!r}: team {self.team!r} has no memory {d.memory_id!r}")
+        if current.maintained != d.before or current.valid != d.valid_before:
+            raise StaleDecision(f"decision {d.decision_id!r} was made against a different state of "
+                                f"{d.memory_id!r} than the bank holds in this transaction")
+        states[d.memory_id] = replace(current, maintained=d.after, valid=d.valid_after)
+
+    def finish(self) -> int:
+        """Add the memories if the caller did not, bump the team's version; returns the new version."""
+        if not self._added:
+            self.add_memories()
+        conn = self.bank._conn
+        conn.execute("UPDATE teams SET version = version + 1 WHERE team = ?", (self.team,))
+        return conn.execute("SELECT version FROM teams WHERE team = ?", (self.team,)).fetchone()[0]
+
+    # -- reads (inside the transaction) ----------------------------------------
+    def memory(self, memory_id: str) -> Memory | None:
+        return self.bank.memory(self.team, memory_id)
+
+    def memories(self, types: Sequence[MemoryType] | None = None) -> list[Memory]:
+        return self.bank.memories(self.team, types=types)
+
+    def memories_of_group(self) -> list[Memory]:
+        return self.bank.memories(self.team, ids=[m.memory_id for m in self.group.memories])
+
+    def search(self, query: str | np.ndarray, k: int, *, valid_only: bool = False,
+               types: Sequence[MemoryType] | None = None, earlier_only: bool = False) -> list[tuple[Memory, float]]:
+        """Dense search over the team as this transaction sees it; ``earlier_only`` leaves out this group."""
+        self._open()
+        return self.bank._search_live(self.team, self.bank._query_vector(query), k, valid_only, types,
+                                      tx=self, earlier_only=earlier_only)

@@ -1,0 +1,117 @@
+"""Where the bank's vectors come from: the bound embedder, a small text cache, and the per-team indexes.
+
+Why a separate layer: the bank stores one vector per memory (its maintained text's),
+so everything else (a text query, an as-of text that differs from today's) is
+embedded on demand and cached; and the per-team matrices are rebuilt from the blobs
+only when another process has written the team (``teams.version``), otherwise kept
+in step with our own commits. ``MemoryBank`` builds on this; the state it uses is
+declared here and set in ``MemoryBank.__init__``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.index import TeamIndex, load_index
+from memgraft.models.embedder import Embedder
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.transaction import GroupTransaction
+
+EMBED_CACHE_SIZE = 4096
+
+
+class BankVectors:
+    """Embedding, the text-vector cache and the team indexes of one open bank."""
+
+    path: str
+    embedder: Embedder | None
+    embedder_name: str | None
+    dim: int | None
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+    _tx: GroupTransaction | None
+    _indexes: dict[str, TeamIndex]
+    _cache: OrderedDict[str, np.ndarray]
+
+    def _index(self, team: str) -> TeamIndex | None:
+        """The team's vectors, (re)built from the stored blobs when missing or stale."""
+        with self._lock:
+            row = self._conn.execute("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
+            if row is None:
+                return None
+            cached = self._indexes.get(team)
+            if cached is not None and cached.version == row[0]:
+                return cached  # inside a transaction: the committed state; its writes come as an overlay
+            if self.dim is None:
+                raise BankError(f"{self.path} stores no embeddings: open it with an embedder to search")
+            if self._tx is not None and self._tx.team == team:
+                # group_transaction cached every existing team first, so this team is the open
+                # transaction's own creation: committed, it holds nothing yet.
+                self._indexes[team] = TeamIndex(self.dim, row[0])
+                return self._indexes[team]
+            idx = load_index(self._conn, team, self.dim, row[0])
+            self._indexes[team] = idx
+            return idx
+
+    def _after_commit(self, tx: GroupTransaction, version: int) -> None:
+        """Fold a committed group into the cached index, or drop it if someone else wrote the team meanwhile."""
+        with self._lock:
+            idx = self._indexes.get(tx.team)
+            if idx is None:
+                return
+            if idx.version != version - 1 or any(v is None and m not in idx.row_of for m, (v, *_) in tx.pending.items()):
+                del self._indexes[tx.team]
+                return
+            for memory_id, (vec, valid, is_team, t_us) in tx.pending.items():
+                idx.put(memory_id, vec, valid, is_team, t_us)
+            idx.version = version
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors for texts about to be stored; None when the bank keeps no embeddings at all."""
+        if self.embedder is None:
+            if self.dim is not None:
+                raise BankError(f"{self.path} stores {self.embedder_name!r} embeddings: open it with that "
+                                f"embedder to write or to embed text")
+            return None
+        if not texts:
+            return np.zeros((0, self.dim or self.embedder.dim), np.float32)
+        vecs = np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        if vecs.shape != (len(texts), self.dim):
+            raise BankError(f"embedder {self.embedder.name!r} returned shape {vecs.shape}, "
+                            f"expected ({len(texts)}, {self.dim})")
+        return vecs
+
+    def _embed_cached(self, texts: Sequence[str]) -> list[np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vecs = self._embed(missing)
+            if vecs is None:
+                raise BankError(f"{self.path} stores no embeddings: open it with an embedder to search")
+            for t, v in zip(missing, vecs):
+                self._cache[t] = v
+        out = []
+        for t in texts:
+            self._cache.move_to_end(t)
+            out.append(self._cache[t])
+        while len(self._cache) > EMBED_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return out
+
+    def _query_vector(self, query: str | np.ndarray) -> np.ndarray:
+        if isinstance(query, str):
+            if self.embedder is None:
+                raise BankError("a text query needs an embedder; pass a vector or open the bank with one")
+            with self._lock:
+                return self._embed_cached([query])[0]
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if self.dim is not None and q.shape[0] != self.dim:
+            raise BankError(f"query vector has {q.shape[0]} dims, the bank's embeddings {self.dim}")
+        return q
+
