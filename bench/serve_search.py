@@ -1,7 +1,7 @@
 """Team search over HTTP (the Serve application) against the same search in process, in one run.
 
     python bench/serve_search.py [--teams 2] [--groups 24] [--requests 200] [--levels 1,8,32]
-        [--max-seconds 60] [--k 10] [--out DIR] [--set k=v ...]
+        [--mixed-levels 8,32] [--write-every 4] [--max-seconds 60] [--k 10] [--out DIR] [--set k=v ...]
 
 1. A generated stream (``memgraft.collab.data.generator.generate``) applied team by
    team with the rules updater (``CollabMemory.add_group``), one bank per team in
@@ -14,6 +14,10 @@
    bundled SmolLM2 loaded but idle) on a local Ray, HTTP on 127.0.0.1; at each
    level L, L ``httpx.AsyncClient`` workers post ``/v1/teams/{team}/search`` with a
    team's bearer token.
+
+4. *Mixed*: at each of ``--mixed-levels``, every ``--write-every``-th request is a
+   new group (two memories) for a team, the rest searches, on both paths: in
+   process, a team's writers take turns on a lock, as the service's do.
 
 Each level sends ``--requests`` distinct questions (the generator's questions with
 a serial, so no cache answers a repeat), after a warm-up, and stops early at
@@ -50,11 +54,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 APP = "memgraft-bench"
-
-
-# -- machine ------------------------------------------------------------------------------------
-
-
 
 
 class Phase:
@@ -171,6 +170,85 @@ async def served_level(base_url: str, tokens: dict[str, str], jobs: list[tuple[s
     return summary(latencies, time.perf_counter() - t0, errors)
 
 
+def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int, tag: str) -> list[tuple]:
+    """``n`` jobs: ``("write", team, group)`` every ``every``-th, else ``("read", team, question)``."""
+    jobs: list[tuple] = []
+    for i, (team, q) in enumerate(workload(questions, n, offset)):
+        if i % every:
+            jobs.append(("read", team, q))
+            continue
+        gid = f"{team}-{tag}-{offset + i}"
+        jobs.append(("write", team, {"team": team, "group_id": gid, "time": "2100-01-01T00:00:00", "memories": [
+            {"memory_id": f"{gid}-m0", "type": "team", "author": "bench", "content": f"From now on {q} (rule {i})"},
+            {"memory_id": f"{gid}-m1", "type": "individual", "author": "bench", "content": f"Noted: {q}"}]}))
+    return jobs
+
+
+def mixed_summary(lat: dict[str, list[float]], wall_s: float, errors: dict[str, int]) -> dict[str, Any]:
+    return {kind: summary(lat[kind], wall_s, errors[kind]) for kind in ("read", "write")}
+
+
+def in_process_mixed(memories: dict[str, Any], jobs: list[tuple], level: int, k: int,
+                     max_seconds: float) -> dict[str, Any]:
+    lat: dict[str, list[float]] = {"read": [], "write": []}
+    errors = {"read": 0, "write": 0}
+    lock, turns = threading.Lock(), {team: threading.Lock() for team in memories}
+    stop_at = time.perf_counter() + max_seconds
+
+    def one(job: tuple) -> None:
+        kind, team, payload = job
+        if time.perf_counter() > stop_at:
+            return
+        t = time.perf_counter()
+        try:
+            if kind == "read":
+                memories[team].search(team, payload, k=k)
+            else:
+                with turns[team]:
+                    memories[team].add_group(payload)
+        except Exception:  # noqa: BLE001 - counted, not fatal
+            with lock:
+                errors[kind] += 1
+            return
+        with lock:
+            lat[kind].append((time.perf_counter() - t) * 1000)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=level) as pool:
+        list(pool.map(one, jobs))
+    return mixed_summary(lat, time.perf_counter() - t0, errors)
+
+
+async def served_mixed(base_url: str, tokens: dict[str, str], jobs: list[tuple], level: int, k: int,
+                       max_seconds: float) -> dict[str, Any]:
+    import httpx
+
+    lat: dict[str, list[float]] = {"read": [], "write": []}
+    errors = {"read": 0, "write": 0}
+    queue: asyncio.Queue[tuple] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    stop_at = time.perf_counter() + max_seconds
+    limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
+    async with httpx.AsyncClient(base_url=base_url, timeout=300, limits=limits) as client:
+
+        async def worker() -> None:
+            while not queue.empty() and time.perf_counter() < stop_at:
+                kind, team, payload = queue.get_nowait()
+                path, body = ("search", {"query": payload, "k": k}) if kind == "read" else ("groups", payload)
+                t = time.perf_counter()
+                r = await client.post(f"/v1/teams/{team}/{path}", json=body,
+                                      headers={"Authorization": f"Bearer {tokens[team]}"})
+                if r.status_code == 200:
+                    lat[kind].append((time.perf_counter() - t) * 1000)
+                else:
+                    errors[kind] += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(level)))
+    return mixed_summary(lat, time.perf_counter() - t0, errors)
+
+
 def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_cpus: int) -> tuple[str, dict]:
     import ray
     from ray import serve
@@ -180,8 +258,10 @@ def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_c
 
     tokens = {team: f"bench-{team}-{os.urandom(6).hex()}" for team in teams}
     (out / "tokens.json").write_text(json.dumps({"teams": tokens, "readers": []}))
+    # the mixed run's writes go through the rules updater on both paths (the untrained SmolLM2 judges nothing useful)
     _, serving = load_profile(settings.profile, [f"serving.banks_dir={banks}", f"serving.traces_dir={out / 'traces'}"],
                               tokens_file=str(out / "tokens.json"))
+    settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules"})})
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -218,6 +298,19 @@ def print_tables(result: dict[str, Any]) -> None:
             t.add_row(str(level), name, str(s["n"]), str(s["errors"]), f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}",
                       f"{s['rps']:.1f}", *ratios)
     con.print(t)
+    mt = Table(title="Mixed reads and writes (a write is POST /groups or CollabMemory.add_group; ms per request)")
+    for c in ("clients", "kind", "path", "done", "errors", "p50", "p99", "p50 served / in-process",
+              "p99 served / in-process"):
+        mt.add_column(c, justify="left" if c in ("kind", "path") else "right")
+    for level in result["mixed_levels"]:
+        for kind in ("read", "write"):
+            ip, sv = result["mixed_in_process"][str(level)][kind], result["mixed_served"][str(level)][kind]
+            for name, x in (("in process", ip), ("served (HTTP)", sv)):
+                ratios = ("", "") if name == "in process" else (
+                    f"[bold]{sv['p50_ms'] / ip['p50_ms']:.2f}", f"{sv['p99_ms'] / ip['p99_ms']:.2f}")
+                mt.add_row(str(level), kind, name, str(x["n"]), str(x["errors"]), f"{x['p50_ms']:.1f}",
+                           f"{x['p99_ms']:.1f}", *ratios)
+    con.print(mt)
     ct = Table(title="CPU by phase (cores busy on the whole machine: this run's process and replicas, and others)")
     for c in ("phase", "seconds", "busy cores"):
         ct.add_column(c, justify="left" if c == "phase" else "right")
@@ -234,6 +327,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--requests", type=int, default=200, help="requests per level and path")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
+    parser.add_argument("--mixed-levels", default="8,32", help="clients of the mixed read/write run ('' for none)")
+    parser.add_argument("--write-every", type=int, default=4, help="in the mixed run, one request in N is a write")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time cap per level and path")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--num-cpus", type=int, default=2, help="the local Ray's CPUs (deployments reserve fractions)")
@@ -251,14 +346,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-serve-"))
     out.mkdir(parents=True, exist_ok=True)
     levels = [int(x) for x in args.levels.split(",") if x]
+    mixed = [int(x) for x in args.mixed_levels.split(",") if x]
     result: dict[str, Any] = {"cpus": available_cpus(), "k": args.k, "levels": levels, "requests": args.requests,
-                              "cpu": {}, "in_process": {}, "served": {}}
+                              "mixed_levels": mixed, "cpu": {}, "in_process": {}, "served": {},
+                              "mixed_in_process": {}, "mixed_served": {}}
 
     embedder = load_embedder(settings)
     with Phase(result["cpu"], "build banks"):
         banks = build_banks(settings, embedder, out / "banks", args.teams, args.groups, args.seed)
     result["banks"] = {k: v for k, v in banks.items() if k != "questions"}
-    memories = {team: CollabMemory.open(out / "banks" / f"{team}.sqlite", settings, embedder=embedder)
+    memories = {team: CollabMemory.open(out / "banks" / f"{team}.sqlite", settings, embedder=embedder, policy="rules")
                 for team in banks["teams"]}
     team0 = banks["teams"][0]
     memories[team0].search(team0, "warm-up", k=args.k)
@@ -275,6 +372,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         offset += args.warmup + args.requests
         with Phase(result["cpu"], f"in process, {level} clients"):
             result["in_process"][str(level)] = in_process_level(memories, jobs, level, args.k, args.max_seconds)
+    for level in mixed:
+        jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "inproc")
+        offset += args.requests
+        with Phase(result["cpu"], f"in process, mixed, {level} clients"):
+            result["mixed_in_process"][str(level)] = in_process_mixed(memories, jobs, level, args.k,
+                                                                      args.max_seconds)
     for m in memories.values():
         m.close()
 
@@ -292,6 +395,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with Phase(result["cpu"], f"served, {level} clients"):
                 result["served"][str(level)] = asyncio.run(
                     served_level(base_url, tokens, jobs, level, args.k, args.max_seconds))
+        for level in mixed:  # the same reads as in process; the writes are new groups of their own
+            jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "served")
+            offset += args.requests
+            with Phase(result["cpu"], f"served, mixed, {level} clients"):
+                result["mixed_served"][str(level)] = asyncio.run(
+                    served_mixed(base_url, tokens, jobs, level, args.k, args.max_seconds))
     finally:
         serve.shutdown()
         import ray
