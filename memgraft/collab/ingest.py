@@ -13,6 +13,13 @@ so a killed run leaves whole groups only, and :meth:`Updater.apply` skips the on
 already applied. A team whose group fails (an LLM answer that stays invalid, say)
 stops at that group, with nothing of it written; the other teams go on, and a rerun
 starts that team again at the failed group.
+
+Vectors: the updater embeds each group's texts when it gets there, a call of two or
+three short texts per group, where the embedder's fixed cost per call dominates
+(measured on 2 cores, all-MiniLM fp32: 49 ms per text in calls of 2, 29 in one call
+of 60). A team's texts are all known up front, so :func:`ingest_team` embeds the next
+``PREFETCH_GROUPS`` groups' texts in one call into the bank's :class:`MemoEmbedder`,
+and each group then finds its vectors there.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ from typing import Callable, Iterable, Sequence
 from pydantic import ValidationError
 
 from memgraft.collab.types import MemoryGroup
-from memgraft.collab.updater import UpdateReport, Updater
+from memgraft.collab.updater import MemoEmbedder, UpdateReport, Updater
 from memgraft.models.llm.session import Usage
 
 MAX_ERRORS_SHOWN = 20
+PREFETCH_GROUPS = 64  # groups whose texts are embedded in one call (a few hundred short texts)
 
 
 class StreamError(ValueError):
@@ -126,9 +134,11 @@ def ingest_team(updater: Updater, groups: Sequence[MemoryGroup], *, limit: int |
     """Apply one team's groups in order; stop at the first failure (or after ``limit`` applied groups)."""
     stats = TeamStats(team=groups[0].team if groups else "", groups=len(groups))
     t0 = time.perf_counter()
-    for g in groups:
+    for i, g in enumerate(groups):
         if limit is not None and stats.applied >= limit:
             break
+        if i % PREFETCH_GROUPS == 0:
+            prefetch_vectors(updater, groups[i:i + PREFETCH_GROUPS])
         try:
             report = updater.apply(g)
         except Exception as err:  # noqa: BLE001 - recorded, and the team stops: its later groups wait for this one
@@ -139,6 +149,22 @@ def ingest_team(updater: Updater, groups: Sequence[MemoryGroup], *, limit: int |
             on_group(report)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def prefetch_vectors(updater: Updater, groups: Sequence[MemoryGroup]) -> int:
+    """Embed the texts of the groups not yet applied in one call, into the bank's memo; returns how many.
+
+    Only with a :class:`MemoEmbedder` (anything else would embed them a second time),
+    and no more than half its size, so the window's vectors are still there when used.
+    """
+    memo = updater.bank.embedder
+    if not isinstance(memo, MemoEmbedder):
+        return 0
+    todo = [m.content for g in groups if not updater.bank.is_applied(g.team, g.group_id) for m in g.memories]
+    todo = list(dict.fromkeys(todo))[:memo.size // 2]
+    if todo:
+        memo.encode(todo)
+    return len(todo)
 
 
 def ingest_stream(updater: Updater, stream: Stream, teams: Iterable[str] | None = None) -> list[TeamStats]:
