@@ -133,6 +133,36 @@ def clean_bank(ray_local, settings, dataset, tmp_path_factory):
     return path, run_ingest(s, str(dataset[1]["stream"]), str(path), workers=2), s
 
 
+def test_a_teams_texts_are_embedded_ahead_in_one_call_and_the_bank_is_the_same(tmp_path, monkeypatch):
+    data = generate(seed=3, teams=1, groups=8)
+    stream = read_stream(data.write(tmp_path / "ds")["stream"])
+    (team, groups), = stream.teams.items()
+    texts = list(dict.fromkeys(m.content for g in groups for m in g.memories))
+    settings = HiCoMERSettings()
+
+    inner = HashEmbedder()
+    bank = MemoryBank(tmp_path / "ahead.sqlite", MemoEmbedder(inner))
+    stats = ingest_team(Updater(bank, RulesPolicy(), settings), groups)
+    bank.close()
+    assert stats.applied == len(groups) and inner.calls[0] == texts  # every memory text, before any group
+    assert not any(t in texts for call in inner.calls[1:] for t in call)  # none of them embedded again
+
+    per_group = MemoryBank(tmp_path / "per_group.sqlite", MemoEmbedder(HashEmbedder()))
+    monkeypatch.setattr("memgraft.collab.ingest.prefetch_vectors", lambda *a: 0)
+    ingest_team(Updater(per_group, RulesPolicy(), settings), groups)
+    per_group.close()
+    assert bank_state(tmp_path / "ahead.sqlite") == bank_state(tmp_path / "per_group.sqlite")
+
+
+def test_bf16_is_kept_only_where_the_cpu_computes_it(tmp_path):
+    from pipelines.ingest_memories import cpu_has_bf16
+
+    (tmp_path / "amd").write_text("flags\t: fpu avx2 avx512f avx512bw\n")
+    (tmp_path / "spr").write_text("flags\t: fpu avx2 avx512f avx512_bf16 amx_bf16\n")
+    assert not cpu_has_bf16(str(tmp_path / "amd")) and cpu_has_bf16(str(tmp_path / "spr"))
+    assert cpu_has_bf16(str(tmp_path / "missing"))  # cannot tell: the profile's setting stands
+
+
 def test_bad_line_refused_before_anything_is_written(settings, tmp_path):
     from pipelines.ingest_memories import run_ingest
 
