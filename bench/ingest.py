@@ -1,6 +1,7 @@
 """Memory-stream ingest with the rules updater: the Ray pipeline against the same loop in one process, in one run.
 
     python bench/ingest.py [--teams 12] [--groups 100] [--workers 1,2] [--out DIR] [--set k=v ...]
+                           [--stream PATH | --timeqa DIR] [--real-groups 30]
 
 1. A generated stream (``memgraft.collab.data.generator``; ``--teams`` x ``--groups``
    groups, about 5 memories each) written to ``<out>/data``.
@@ -15,6 +16,15 @@
    loaded) to the last team's end; worker start-up is reported beside it.
 4. Ratio = pipeline groups/s / baseline groups/s; and whether the banks agree (each
    memory's maintained text and validity, and the decision count).
+5. A converted real stream too (``--stream PATH``, or by default a TimeQA conversion
+   built here from ``--timeqa DIR`` by ``memgraft.collab.data.timeqa``; ``--timeqa ''``
+   skips it), cut to its first ``--real-groups`` groups per team: steps 2-4 again, and
+   its baseline groups/s as a ratio to the generated stream's baseline. Real streams
+   revise far more (a record per subject and attribute, superseded again and again),
+   and every revised text is embedded, so they run slower per group.
+
+The embedder dtype is the one the pipeline's workers use on this host
+(``pipelines.ingest_memories.embedder_dtype_here``: float32 where bf16 is emulated).
 
 The machine may be shared: the cores other processes kept busy during each phase
 are reported beside it (``--wait-quiet`` waits for an idle machine first). No figure
@@ -27,6 +37,7 @@ import argparse
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,8 +110,8 @@ def timed_parts(updater: Any, timers: Counter[str]) -> None:
     wrap(updater.bank, "apply_group", "write transaction")
 
 
-def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, sampler: ProcessSampler
-                 ) -> dict[str, Any]:
+def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, sampler: ProcessSampler,
+                 phase: str = "baseline") -> dict[str, Any]:
     from memgraft.collab.bank import MemoryBank
     from memgraft.collab.ingest import ingest_stream, read_stream
     from memgraft.collab.policies import RulesPolicy
@@ -122,7 +133,7 @@ def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, s
     timers: Counter[str] = Counter()
     timed_parts(updater, timers)
     stream = read_stream(stream_path)
-    with measured(sampler, "baseline", res):
+    with measured(sampler, phase, res):
         stats = ingest_stream(updater, stream)
     bank.close()
     res["parts_s"] = dict(timers)
@@ -133,16 +144,80 @@ def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, s
     return res
 
 
-def run_pipeline(settings: Any, stream_path: Path, bank: Path, workers: int, sampler: ProcessSampler
-                 ) -> dict[str, Any]:
+def run_pipeline(settings: Any, stream_path: Path, bank: Path, workers: int, sampler: ProcessSampler,
+                 phase: str | None = None) -> dict[str, Any]:
     from pipelines.ingest_memories import run_ingest
 
     res: dict[str, Any] = {}
-    with measured(sampler, f"pipeline w{workers}", res):
+    with measured(sampler, phase or f"pipeline w{workers}", res):
         summary = run_ingest(settings, str(stream_path), str(bank), workers=workers)
     summary.pop("team_stats")
     res.update(summary)
     return res
+
+
+def real_stream(args: argparse.Namespace, out: Path) -> Path | None:
+    """The real stream to measure (``--stream`` or a TimeQA conversion), cut to ``--real-groups`` per team."""
+    src = args.stream
+    if src is None and args.timeqa and Path(args.timeqa).exists():
+        pages = Path(args.timeqa)
+        pages = next(iter(sorted(pages.glob("*.json"))), pages) if pages.is_dir() else pages
+        subprocess.run([sys.executable, "-m", "memgraft.collab.data.timeqa", "--input", str(pages), "--out",
+                        str(out / "timeqa")], check=True, capture_output=True, text=True)
+        src = out / "timeqa" / "stream.jsonl"
+    if src is None:
+        return None
+    kept: Counter[str] = Counter()
+    lines = []
+    for line in Path(src).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            team = json.loads(line)["team"]
+            kept[team] += 1
+            if kept[team] <= args.real_groups:
+                lines.append(line)
+    dest = out / "real_stream.jsonl"
+    dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
+def measure_stream(settings: Any, stream: Path, warm: Path, out: Path, sampler: ProcessSampler, workers: list[int],
+                   label: str, ray_address: str) -> dict[str, Any]:
+    """The baseline, then the pipeline once per worker count, on one stream."""
+    import ray
+
+    base_out = out / label
+    base_out.mkdir(parents=True, exist_ok=True)
+    baseline = run_baseline(settings, stream, warm, base_out, sampler, phase=f"baseline {label}")
+    t = time.perf_counter()
+    ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray_init_s = time.perf_counter() - t
+    pipeline = []
+    for w in workers:
+        bank = fresh(base_out / f"pipeline_w{w}.sqlite")
+        p = run_pipeline(settings, stream, bank, w, sampler, phase=f"pipeline {label} w{w}")
+        p["agreement"] = agreement(base_out / "baseline.sqlite", bank)
+        pipeline.append(p)
+    ray.shutdown()
+    return {"stream": str(stream), "ray_init_s": ray_init_s, "baseline": baseline, "pipeline": pipeline,
+            "ratios": {p["workers"]: p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline}}
+
+
+def print_streams(result: dict[str, Any]) -> None:
+    """Generated against real stream, each run as a ratio to the generated stream's baseline."""
+    from rich.console import Console
+    from rich.table import Table
+
+    ref = result["baseline"]["groups_per_s"]
+    t = Table(title="groups/s by stream, as ratios to the generated stream's one-process baseline (same run)")
+    for col in ("stream", "run", "groups", "decisions/group", "groups/s", "ratio to generated baseline"):
+        t.add_column(col, justify="left" if col in ("stream", "run") else "right")
+    for label, r in (("generated", result), *((("real", result["real"]),) if result.get("real") else ())):
+        runs = [("one process, no Ray", r["baseline"])] + [(f"Ray, {p['workers']} workers", p) for p in r["pipeline"]]
+        for name, x in runs:
+            dec = x["decisions"] / max(1, x["applied"])
+            t.add_row(label, name, str(x["applied"]), f"{dec:.1f}", f"{x['groups_per_s']:.2f}",
+                      f"{x['groups_per_s'] / ref:.2f}")
+    Console(width=130).print(t)
 
 
 def print_tables(result: dict[str, Any]) -> None:
@@ -193,6 +268,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--ray-address", default="local", help="'local' (default) starts a fresh Ray")
+    parser.add_argument("--stream", type=Path, default=None, help="a converted real stream to measure as well")
+    parser.add_argument("--timeqa", default=str(Path(__file__).resolve().parents[2] / "shared/data/timeqa-train"),
+                        help="without --stream: convert this TimeQA folder or JSON and measure it ('' to skip)")
+    parser.add_argument("--real-groups", type=int, default=30, help="the real stream's first N groups per team")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="first wait up to this long for the rest of the machine to go idle")
     args = parser.parse_args(argv)
@@ -200,12 +279,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.collab.data.generator import generate
     from memgraft.config import load_settings
 
+    from pipelines.ingest_memories import embedder_dtype_here
+
     settings = load_settings(args.profile, [*args.overrides, "hicomer.updater_policy=rules"])
+    settings.models.embedder_dtype = embedder_dtype_here(settings.models.embedder_dtype)  # as the workers will
     out = args.out or Path(tempfile.mkdtemp(prefix="memgraft-bench-ingest-"))
     out.mkdir(parents=True, exist_ok=True)
     data = generate(seed=args.seed, teams=args.teams, groups=args.groups)
     stream = data.write(out / "data")["stream"]
     warm = generate(seed=args.seed + 1, teams=2, groups=10).write(out / "warm")["stream"]
+    real = real_stream(args, out)
     if args.wait_quiet:
         print(f"waited {wait_quiet(args.wait_quiet):.0f} s for a quiet machine", file=sys.stderr)
 
@@ -223,6 +306,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         p["agreement"] = agreement(out / "baseline.sqlite", bank)
         pipeline.append(p)
     ray.shutdown()
+    workers = [int(x) for x in args.workers.split(",") if x.strip()]
+    real_res = measure_stream(settings, real, warm, out, sampler, workers, "real", args.ray_address) if real else None
     sampler.stop()
 
     result: dict[str, Any] = {
@@ -231,12 +316,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                      "embedder_dtype": settings.models.embedder_dtype, "actor_cpus": settings.pipeline.actor_cpus},
         "ray_init_s": ray_init_s, "baseline": baseline, "pipeline": pipeline,
         "ratios": {p["workers"]: p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline},
+        "real": real_res,
         "json": str(out / "bench_ingest.json"),
     }
     result["noisy"] = (["baseline"] if baseline["other_cores"] > NOISE_LIMIT else []) + [
-        f"pipeline w{p['workers']}" for p in pipeline if p["other_cores"] > NOISE_LIMIT]
+        f"pipeline w{p['workers']}" for p in pipeline if p["other_cores"] > NOISE_LIMIT] + (
+        [phase for phase, x in [("baseline real", real_res["baseline"]),
+                                *((f"pipeline real w{p['workers']}", p) for p in real_res["pipeline"])]
+         if x["other_cores"] > NOISE_LIMIT] if real_res else [])
     (out / "bench_ingest.json").write_text(json.dumps(result, indent=2, default=str))
     print_tables(result)
+    print_streams(result)
     return result
 
 
