@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE = 1
 export TRANSFORMERS_OFFLINE = 1
 export RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO = 0
 
-.PHONY: install demo test test-vllm build-graphs bench clean train-updater train-retriever
+.PHONY: install demo test test-vllm build-graphs bench clean train-updater train-updater-llm train-retriever
 
 install: $(STAMP)
 
@@ -42,10 +42,17 @@ bench: install
 	$(PY) bench/build_graphs.py --corpus $(DATA)/musique/musique_train_corpus.json \
 		--questions $(DATA)/musique/musique_train.json
 
-# The updater: SFT then GRPO on Ray Train, Conflict F1 / Maintenance Accuracy on held-out decisions
-# before training, after SFT and after GRPO. About 15 minutes on 2 cores with the bundled SmolLM2.
-# Use the result with --set hicomer.updater_model=$(OUT)/train/updater/grpo/model.
+# The default updater: the pair judge on Ray Train (generated + TimeQA train pages + SituatedQA train),
+# pair P/R, Conflict F1, Maintenance Accuracy and validity P/R on held-out data before and after.
+# A few minutes on 2 cores. Use it with --set hicomer.judge_model=$(OUT)/train/judge/judge.pt;
+# SHIP=1 replaces the bundled judge (memgraft/collab/assets/), as the shipped one was made.
 train-updater: install
+	$(PY) training/updater_judge.py --profile $(PROFILE) --output $(OUT)/train/judge $(if $(SHIP),--ship,)
+
+# The paper's LLM updater: SFT then GRPO on Ray Train, Conflict F1 / Maintenance Accuracy on held-out
+# decisions before training, after SFT and after GRPO. About 15 minutes on 2 cores with the bundled
+# SmolLM2. Use it with --set hicomer.updater_policy=llm --set hicomer.updater_model=$(OUT)/train/updater/grpo/model.
+train-updater-llm: install
 	$(PY) training/updater_sft.py --profile $(PROFILE) --output $(OUT)/train/updater/sft
 	$(PY) training/updater_grpo.py --profile $(PROFILE) --init $(OUT)/train/updater/sft/model \
 		--output $(OUT)/train/updater/grpo

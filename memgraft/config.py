@@ -34,11 +34,13 @@ class ModelSettings(_Section):
     """Which backend serves each model role. ``bundled:`` names resolve offline."""
 
     embedder: str = "bundled:all-MiniLM-L6-v2"
-    embedder_dtype: Literal["float32", "bfloat16"] = "float32"
+    # "auto": whichever of bf16/fp32 measured faster for this model on this CPU, within an
+    # accuracy bound, probed once per machine and cached (memgraft.models.dtype); a GPU keeps bf16.
+    embedder_dtype: Literal["float32", "bfloat16", "auto"] = "float32"
     embed_batch_size: int = 32
     llm_backend: Literal["transformers", "openai", "vllm"] = "transformers"
     llm: str = "bundled:SmolLM2-135M-Instruct"
-    llm_dtype: Literal["float32", "bfloat16"] = "bfloat16"
+    llm_dtype: Literal["float32", "bfloat16", "auto"] = "bfloat16"
     llm_base_url: str | None = None
     llm_api_key_env: str = "OPENAI_API_KEY"
     llm_batch_size: int = 4
@@ -132,7 +134,20 @@ class HiCoMERSettings(_Section):
     reward_consistency: float = 1.0
     reward_revision: float = 0.5
     reward_format: float = 0.2
-    updater_policy: Literal["llm", "rules"] = "llm"
+    # The default judge is a small trained pair classifier over the bank's embeddings (memgraft.collab.judge);
+    # "rules" is the text-rule baseline, "llm" the paper's LLM updater (trained: updater_model; for clusters).
+    updater_policy: Literal["judge", "rules", "llm"] = "judge"
+    judge_model: str = "bundled"  # a file from `make train-updater`; "bundled": shipped for all-MiniLM-L6-v2
+    judge_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # P(contradiction) from which a pair contradicts
+    # H_t: besides the group query's top history_top_k, each new memory's own nearest valid memories.
+    # A group of many subjects' records (real streams) has a mean vector near none of them.
+    history_per_memory: int = Field(5, ge=0)
+    # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
+    # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
+    validity_scorer: str = "state"
+    # Who judges contradictions among an answer's evidence (the resolver): the same kinds as updater_policy.
+    conflict_judge: Literal["judge", "rules", "llm"] = "judge"
+    validity_state_logit: float = Field(12.0, gt=0.0)
     # A trained updater (an HF folder from training/updater_*.py); "" judges with models.llm.
     updater_model: str = ""
     # validity scorer (S_val): MLP width, team/individual embedding size, and its pairwise training

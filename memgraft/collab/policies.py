@@ -242,11 +242,22 @@ class LLMPolicy:
 
 def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | None = None,
                 embedder: "Embedder | None" = None) -> UpdatePolicy:
-    """The policy ``kind`` names (default ``settings.hicomer.updater_policy``: ``llm`` or ``rules``);
+    """The policy ``kind`` names (default ``settings.hicomer.updater_policy``: ``judge``, ``rules`` or ``llm``);
     ``llm`` loads from the settings when not given."""
     kind = kind or settings.hicomer.updater_policy
     if kind == "rules":
         return RulesPolicy(embedder=embedder)
+    if kind == "judge":
+        from memgraft.collab.judge import JudgePolicy, load_judge
+
+        judge = load_judge(settings.hicomer.judge_model)
+        name = getattr(embedder, "name", None)
+        if embedder is not None and (judge.config.dim != int(embedder.dim)
+                                     or (judge.config.embedder and name and judge.config.embedder != name)):
+            raise ValueError(f"pair judge {settings.hicomer.judge_model!r} was trained on {judge.config.embedder!r} "
+                             f"vectors ({judge.config.dim} dims), the embedder is {name!r} ({embedder.dim} dims): "
+                             f"train one for it (make train-updater) or use updater_policy 'rules' or 'llm'")
+        return JudgePolicy(judge, embedder=embedder, threshold=settings.hicomer.judge_threshold)
     if kind == "llm":
         if llm is None:
             from memgraft.models.llm.factory import load_llm
@@ -256,7 +267,7 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
                 settings = settings.model_copy(update={"models": settings.models.model_copy(update={"llm": path})})
             llm = load_llm(settings)
         return LLMPolicy(llm, settings.generation)
-    raise ValueError(f"unknown updater policy {kind!r}: 'llm' or 'rules'")
+    raise ValueError(f"unknown updater policy {kind!r}: 'judge', 'rules' or 'llm'")
 
 
 # -- gold rows -------------------------------------------------------------------------------------

@@ -127,7 +127,8 @@ class Updater:
         """The group's decisions against the committed bank, and |H_t|; writes nothing."""
         new = self._new_memories(group)
         weights = [self.team_weight if m.type == "team" else 1.0 for m in new]
-        history = self.history(group.team, np.stack([m.embedding for m in new]), weights)
+        history = self.history(group.team, np.stack([m.embedding for m in new]), weights,
+                               per_memory=self.settings.history_per_memory)
         team_mems = tuple(m for m in new if m.type == "team")
         intra = [Target("intra", m, team_mems, group.time) for m in new if m.type == "individual"] if team_mems else []
         intra_j = self._judge(group, intra)
@@ -142,14 +143,22 @@ class Updater:
             self.bank.embedder.encode(changed)  # a MemoEmbedder keeps them for the write
         return decisions, len(history)
 
-    def history(self, team: str, vectors: np.ndarray, weights: Sequence[float] | None = None) -> list[Memory]:
-        """H_t: the earlier valid memories nearest the group (its normalised, weighted mean vector)."""
+    def history(self, team: str, vectors: np.ndarray, weights: Sequence[float] | None = None, *,
+                per_memory: int = 0) -> list[Memory]:
+        """H_t: the earlier valid memories nearest the group (its normalised, weighted mean vector), then
+        each new memory's own ``per_memory`` nearest (a group of many subjects' records has a mean
+        vector near none of them: on real streams the mean alone left superseded records unjudged)."""
+        found: dict[str, Memory] = {}
         query = np.average(vectors, axis=0, weights=weights)
         norm = float(np.linalg.norm(query))
-        if norm == 0.0 or self.settings.history_top_k <= 0:
-            return []
-        hits = self.bank.search(team, query / norm, self.settings.history_top_k, valid_only=True)
-        return [m for m, _ in hits]
+        if norm > 0.0 and self.settings.history_top_k > 0:
+            found.update((m.memory_id, m) for m, _ in
+                         self.bank.search(team, query / norm, self.settings.history_top_k, valid_only=True))
+        if per_memory > 0 and len(vectors) > 1:
+            for vec in vectors:
+                found.update((m.memory_id, m) for m, _ in self.bank.search(team, vec, per_memory, valid_only=True)
+                             if m.memory_id not in found)
+        return list(found.values())
 
     def _new_memories(self, group: MemoryGroup) -> list[Memory]:
         vecs = np.asarray(self.bank.embedder.encode([m.content for m in group.memories]), np.float32)  # type: ignore[union-attr]

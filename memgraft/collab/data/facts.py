@@ -90,9 +90,12 @@ class Phrase:
     be: str | None
     value: str
     year: str
+    attribute: str | None = None  # "owner", "sports team": when the source names the attribute
+    name: str | None = None  # the subject's name ("The Fifer")
 
     @classmethod
-    def of(cls, question: str, value: str, time: str) -> "Phrase":
+    def of(cls, question: str, value: str, time: str, attribute: str | None = None,
+           name: str | None = None) -> "Phrase":
         q = " ".join(question.split()).rstrip(" ?.")
         q = (q[:1].upper() + q[1:] + "?") if q else "?"
         m = _DECL.match(q)
@@ -100,7 +103,7 @@ class Phrase:
         if m and m.group(3).split()[-1].lower().strip(string.punctuation) not in _NOT_NP_END:
             if not m.group(3).lower().endswith("ed"):
                 np, be = m.group(3), m.group(2).lower()
-        return cls(q, np, be, value, str(int(time[:4])))
+        return cls(q, np, be, value, str(int(time[:4])), attribute or None, name or None)
 
     def statement(self) -> str:
         """"The president of india is Ram Nath Kovind." or, lacking the shape, Q + A."""
@@ -118,6 +121,18 @@ class Phrase:
     def about(self) -> str:
         return self.np if self.np else f'"{self.question}"'
 
+    def of_subject(self) -> str:
+        """"the owner of The Fifer" where the source names the attribute and the subject, else the statement's."""
+        if self.attribute and self.name:
+            return f"the {self.attribute} of {self.name}"
+        return _lower_article(self.np) if self.np else self.question.rstrip("?")
+
+    def attribute_statement(self) -> str:
+        """"The owner of The Fifer is Durand-Ruel." when named, else :meth:`statement`."""
+        if self.attribute and self.name:
+            return f"The {self.attribute} of {self.name} is {self.value}."
+        return self.statement()
+
 
 Template = Callable[[Phrase], str]
 
@@ -133,16 +148,20 @@ RECORDS: tuple[Template, ...] = (
     lambda p: f"Record from {p.year}: {p.statement()}",
     lambda p: f"As of {p.year}, {_lower_article(p.statement())}",
     lambda p: f"{p.label()}: {p.value}",
+    lambda p: p.attribute_statement(),
+    lambda p: f"Record from {p.year}: {_lower_article(p.attribute_statement())}",
 )
 _NOTES: tuple[Template, ...] = (
     lambda p: f"Checked again: {p.statement()}",
     lambda p: f"Note: my sheet lists {p.about()} as {p.value}.",
     lambda p: f"Log: {p.question} — {p.value}",
     lambda p: f"From my notes: {p.label()} = {p.value}",
+    lambda p: f"Note: {p.of_subject()} is {p.value}, as far as I know.",
 )
 STALE_NOTES: tuple[Template, ...] = _NOTES + (
     lambda p: f"Note: my sheet still lists {p.about()} as {p.value}.",
     lambda p: f"Log: {p.question} — still {p.value}",
+    lambda p: f"Observation: {p.of_subject()} is still {p.value}.",
 )
 CONFIRM_NOTES: tuple[Template, ...] = _NOTES + (
     lambda p: f"Confirmed: {p.statement()}",
@@ -186,7 +205,7 @@ class _Builder:
 
     def memory(self, gid: str, team: str, time: str, s: _Subject, answers: list[str], role: str) -> MemoryState:
         value = " and ".join(answers)
-        phrase = Phrase.of(s.wording(time), value, time)
+        phrase = Phrase.of(s.wording(time), value, time, s.line.extra.get("attribute"), s.line.name)
         templates = {"record": RECORDS, "stale": STALE_NOTES, "confirm": CONFIRM_NOTES}[role]
         team_mem = role == "record"
         m = MemoryState(
@@ -241,7 +260,11 @@ class _Builder:
                 self.counts["superseded" if not same else "inter_compatible"] += 1
         for s, record in new:
             if s.alike is None:  # most alike other subjects first; computed once per subject
-                s.alike = sorted((o for o in subjects if o is not s), key=lambda o: -_alike(s.words, o.words))
+                # the same named attribute first (another painting's owner), then the most alike question
+                attr = s.line.extra.get("attribute")
+                s.alike = sorted((o for o in subjects if o is not s),
+                                 key=lambda o: (not (attr and o.line.extra.get("attribute") == attr),
+                                                -_alike(s.words, o.words)))
             picked = 0
             for o in s.alike:
                 for m in o.memories:

@@ -47,6 +47,7 @@ from typing import Any, Sequence
 
 from memgraft.collab.data import Dataset
 from memgraft.collab.data.facts import Timeline, build
+from memgraft.collab.data.wikidata import attribute_of
 
 DEFAULT_INPUT = Path(__file__).resolve().parents[4] / "shared" / "data" / "timeqa-train" / "human_annotated_train.json"
 AUTHOR = "wikipedia"
@@ -219,7 +220,8 @@ class Converter:
                     question=max(plains, key=lambda q: (plains[q], -list(plains).index(q))),
                     values=[(f.period.start, f.answers) for f in group],
                     asked=[(f.question, f.period.start, f.answers) for f in group],
-                    name=name, wording=wording, extra={"page": index},
+                    name=name, wording=wording,
+                    extra={"page": index, **({"attribute": attr} if (attr := attribute_of(index)) else {})},
                 )
             )  # fmt: skip
         self.counts["pages_converted"] += 1

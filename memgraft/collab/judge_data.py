@@ -1,0 +1,106 @@
+"""Training and evaluation data for the pair judge: labelled memory pairs from any HiCoMER dataset.
+
+A gold decision judges one target against several memories at once (a group's team
+memories, say); the judge works per pair, so each (target, reference) pair gets its own
+label from the memories' ``topic`` (what the memory is about: a generator topic, a TimeQA
+page, a SituatedQA question) and ``value``: another topic is neutral, the same topic and
+value compatible, the same topic and another value a contradiction. On the generator's
+streams this reproduces every gold relation (aggregated over a row's references as the
+policy does); the real conversions label by subject, so a record about another subject
+with the same attribute is the neutral it must be.
+
+Sources (``judge_sources``): generated streams (several seeds), the TimeQA conversion's
+``train`` pages and SituatedQA's train file. TimeQA's ``val`` pages and SituatedQA's dev
+file are the held-out check; neither source's test split is read.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from memgraft.collab.data import Dataset, Row
+
+_PUNCT = str.maketrans("", "", string.punctuation)
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str  # the target (the earlier or the individual memory)
+    b: str  # the reference
+    label: int  # index into memgraft.collab.judge.LABELS: 0 neutral, 1 compatible, 2 contradiction
+    source: str = ""
+
+
+def _value_key(value: object) -> str:
+    return " ".join(str(value or "").lower().translate(_PUNCT).split())
+
+
+def pair_label(a: Row, b: Row) -> int:
+    if not a.get("topic") or a.get("topic") != b.get("topic"):
+        return 0
+    return 1 if _value_key(a.get("value")) == _value_key(b.get("value")) else 2
+
+
+def dataset_pairs(data: Dataset, source: str = "") -> list[Pair]:
+    """One pair per (gold target, reference), labelled by topic and value."""
+    memories = {m["memory_id"]: m for m in data.memories}
+    out: list[Pair] = []
+    for row in data.gold:
+        target = memories.get(row["memory_id"])
+        if target is None:
+            continue
+        for ref in row["against"]:
+            other = memories.get(ref["memory_id"])
+            if other is not None:
+                out.append(Pair(row["original"], ref["content"], pair_label(target, other), source))
+    return out
+
+
+def judge_sources(split: str = "train", *, generated_seeds: Sequence[int] = (0, 1, 2, 3, 4),
+                  data_dir: Path = SHARED_DATA) -> dict[str, Dataset]:
+    """The datasets a judge trains on (``train``) or is checked on (``heldout``), by name.
+
+    Generated streams: ``train`` seeds as given, ``heldout`` one further seed. The real
+    conversions are read from ``data_dir`` when they are there."""
+    from memgraft.collab.data import generator, situatedqa, timeqa
+
+    out: dict[str, Dataset] = {}
+    seeds = list(generated_seeds) if split == "train" else [max(generated_seeds, default=0) + 100]
+    for seed in seeds:
+        out[f"generated-{seed}"] = generator.generate(seed=seed)
+    tq = data_dir / "timeqa-train" / "human_annotated_train.json"
+    if tq.exists():
+        pages = timeqa.select_split(timeqa.load_pages(tq), "train" if split == "train" else "val")
+        out[f"timeqa-{'train' if split == 'train' else 'val'}"] = timeqa.convert(pages)[0]
+    sq = data_dir / "situatedqa-train" / ("temp.train.jsonl" if split == "train" else "temp.dev.jsonl")
+    if sq.exists():
+        out[f"situatedqa-{'train' if split == 'train' else 'dev'}"] = situatedqa.convert(situatedqa.load_rows(sq))[0]
+    return out
+
+
+def all_pairs(datasets: dict[str, Dataset]) -> list[Pair]:
+    return [p for name, d in datasets.items() for p in dataset_pairs(d, name)]
+
+
+def symmetric(pairs: Iterable[Pair]) -> list[Pair]:
+    """Both orders of every pair: a relation does not depend on which text comes first."""
+    out: list[Pair] = []
+    for p in pairs:
+        out += [p, Pair(p.b, p.a, p.label, p.source)]
+    return out
+
+
+def encode_pairs(pairs: Sequence[Pair], embedder) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors of both sides, each distinct text encoded once (sorted by length: little padding)."""
+    texts = sorted({t for p in pairs for t in (p.a, p.b)}, key=len)
+    vecs = dict(zip(texts, np.asarray(embedder.encode(texts), np.float32))) if texts else {}
+    dim = int(embedder.dim)
+    u = np.stack([vecs[p.a] for p in pairs]) if pairs else np.zeros((0, dim), np.float32)
+    v = np.stack([vecs[p.b] for p in pairs]) if pairs else np.zeros((0, dim), np.float32)
+    return u, v

@@ -1,0 +1,114 @@
+"""The default updater judge (the bundled pair classifier) on the cases real data showed, and the default search."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memgraft.collab.api import CollabMemory
+from memgraft.collab.conflicts import ConflictJudge
+from memgraft.collab.judge import JudgePolicy, load_judge
+from memgraft.collab.policies import Target, make_policy
+from memgraft.collab.types import Action, Memory, Relation
+
+T0 = datetime(1870, 1, 1, tzinfo=timezone.utc)
+
+
+def mem(mid: str, typ: str, text: str, years: int = 0) -> Memory:
+    at = T0 + timedelta(days=365 * years)
+    return Memory(memory_id=mid, team="museum", group_id=f"g{years}", type=typ, author="", original=text,
+                  maintained=text, time=at, relation=None, action=None, valid=True, maintained_at=at)
+
+
+@pytest.fixture(scope="module")
+def policy(embedder):
+    return JudgePolicy(load_judge("bundled"), embedder=embedder)
+
+
+def judge_one(policy, target: Memory, *refs: Memory) -> tuple[Relation, Action]:
+    [j] = policy.judge([Target("inter", target, tuple(refs), max(r.time for r in refs))])
+    return j.relation, j.action
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Record from 1860: the owner of Arnolfini Portrait is National Gallery.",
+     "Record from 1872: the owner of The Fifer is Durand-Ruell."),
+    ("The sports team of Ty Detmer is Detroit Lions.", "The sports team of Olivier Bernard is Rangers."),
+    ("who is the president of france: Emmanuel Macron", "who is the president of india: Ram Nath Kovind"),
+])
+def test_another_subject_with_the_same_attribute_is_no_contradiction(policy, old, new):
+    relation, action = judge_one(policy, mem("old", "team", old), mem("new", "team", new, years=2))
+    assert relation is not Relation.contradiction and action is Action.keep
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Record from 1860: the owner of The Fifer is Hôtel Drouot.",
+     "Record from 1872: the owner of The Fifer is Durand-Ruell."),
+    ("The sports team of Ty Detmer is Green Bay Packers.", "The sports team of Ty Detmer is Detroit Lions."),
+    ("who is the president of india: Pranab Mukherjee", "who is the president of india: Ram Nath Kovind"),
+])
+def test_the_same_subject_with_a_new_value_is_revised(policy, old, new):
+    assert judge_one(policy, mem("old", "team", old), mem("new", "team", new, years=2)) == (
+        Relation.contradiction, Action.revise)
+
+
+def test_a_stale_note_is_revised_and_a_note_never_outdates_a_record(policy):
+    record = mem("r", "team", "Record from 1872: the owner of The Fifer is Durand-Ruell.", years=2)
+    stale = mem("n", "individual", "Note: my sheet still lists Hôtel Drouot as the owner of The Fifer.", years=2)
+    [j] = policy.judge([Target("intra", stale, (record,), record.time)])
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert "superseded by r" in j.maintained and "Durand-Ruell" not in j.maintained
+    relation, action = judge_one(policy, record, stale)  # the other way: no authority to settle it
+    assert action is Action.keep
+
+
+def test_make_policy_defaults_to_the_judge_and_refuses_other_vectors(settings, embedder):
+    assert settings.hicomer.updater_policy == "judge"
+    assert isinstance(make_policy(settings, embedder=embedder), JudgePolicy)
+
+    class Other:
+        name, dim = "other-model", 8
+
+    with pytest.raises(ValueError, match="trained on"):
+        make_policy(settings, embedder=Other())
+
+
+def test_conflict_judge_names_the_contradicting_pair(policy):
+    old = mem("old", "team", "Record from 1860: the owner of The Fifer is Hôtel Drouot.")
+    new = mem("new", "team", "Record from 1872: the owner of The Fifer is Durand-Ruell.", years=2)
+    other = mem("other", "team", "Record from 1872: the owner of Arnolfini Portrait is National Gallery.", years=2)
+    pairs = ConflictJudge(policy).pairs([new, other, old], new.time)
+    assert pairs == {frozenset({"old", "new"})}
+
+
+STREAM = [
+    {"team": "museum", "group_id": "g1860", "time": "1860-01-01T00:00:00", "memories": [
+        {"memory_id": "fifer-1", "type": "team", "author": "wiki", "content": "Record from 1860: the owner of The Fifer is Hôtel Drouot."},
+        {"memory_id": "arnolfini-1", "type": "team", "author": "wiki", "content": "Record from 1860: the owner of Arnolfini Portrait is National Gallery."}]},
+    {"team": "museum", "group_id": "g1872", "time": "1872-01-01T00:00:00", "memories": [
+        {"memory_id": "fifer-2", "type": "team", "author": "wiki", "content": "Record from 1872: the owner of The Fifer is Durand-Ruell."},
+        {"memory_id": "fifer-note", "type": "individual", "author": "ana", "content": "Note: my sheet still lists Hôtel Drouot as the owner of The Fifer."}]},
+    {"team": "museum", "group_id": "g1894", "time": "1894-01-01T00:00:00", "memories": [
+        {"memory_id": "fifer-3", "type": "team", "author": "wiki", "content": "Record from 1894: the owner of The Fifer is Musée d'Orsay."}]},
+]
+
+
+def test_default_memory_keeps_other_subjects_and_ranks_the_current_record_first(tmp_path, settings, embedder):
+    memory = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)  # no flags: the product
+    try:
+        for g in STREAM:
+            memory.add_group(g)
+        now = {m.memory_id: m for m in memory.memories("museum")}
+        assert now["arnolfini-1"].valid  # another painting's owner is not outdated by The Fifer's
+        assert [m for m, s in now.items() if not s.valid] == ["fifer-1", "fifer-2", "fifer-note"]
+        assert "superseded by fifer-3" in now["fifer-2"].maintained and "Orsay" not in now["fifer-2"].maintained
+        hits = memory.search("museum", "Who is the current owner of The Fifer?", k=4)
+        assert hits[0].memory.memory_id == "fifer-3"
+        ranks = {h.memory.memory_id: i for i, h in enumerate(hits)}
+        assert ranks["fifer-3"] < ranks["arnolfini-1"] < min(ranks.get("fifer-1", 9), ranks.get("fifer-2", 9))
+        then = memory.search("museum", "Who owned The Fifer?", k=4, as_of="1880-06-01T00:00:00")
+        assert then[0].memory.memory_id == "fifer-2"  # the record that held then
+        assert "fifer-3" not in {h.memory.memory_id for h in then}  # later ones do not appear
+    finally:
+        memory.close()
