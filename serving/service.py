@@ -65,13 +65,18 @@ class Models:
     llm: LLM
     embedder: Embedder
     reranker: Reranker
-    scorer: Any = None  # a ValidityScorer (or its proxy), or None: search without S_val
+    scorer: Any = None  # a ValidityScorer (or its proxy); None: hicomer.validity_scorer decides (state or none)
     scorer_source: str | None = None
 
 
 class Service:
     def __init__(self, settings: Settings, serving: ServingSettings, models: Models):
         self.settings, self.serving, self.models = settings, serving, models
+        if models.scorer is None and settings.hicomer.validity_scorer == "state":  # the library's default S_val
+            from memgraft.collab.validity import StateValidity
+
+            models.scorer = StateValidity(settings.hicomer.validity_state_logit)
+            models.scorer_source = "the maintained state (hicomer.validity_scorer=state)"
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[int, GraphStore]] = {}
         self._teams: dict[str, CollabMemory] = {}
@@ -82,6 +87,8 @@ class Service:
     def validity_source(self) -> str:
         if self.models.scorer is None:
             return "none: no validity scorer configured (serving.scorer_path), so S_final = S_sem"
+        if getattr(self.models.scorer, "from_state", False):
+            return f"validity from {self.models.scorer_source}"
         return f"validity scorer {self.models.scorer_source or '(in process)'}"
 
     def health(self) -> schemas.Health:

@@ -44,10 +44,15 @@ def test_api_adds_groups_searches_as_of_and_answers_from_surviving_evidence(tmp_
         assert set(before) == {"m1", "m2"} and before["m1"].valid and before["m1"].maintained == before["m1"].original
         hits = memory.search("lab", "What is the primary assay?", k=4)
         assert {h.memory.memory_id for h in hits} == {"m1", "m2", "m3", "m4"}
+        assert hits[0].memory.memory_id == "m3"  # the current protocol outranks the memories it outdated
+        assert not any("Western blot" in m.maintained for m in (now["m1"], now["m4"]))  # named by id, not pasted
         result = memory.answer("lab", "What is the primary assay?")
-        assert result.evidence and "Western blot" in result.answer  # the current protocol is the first evidence
+        # only m3 says "Western blot", and the echo model repeats the first evidence line
+        assert result.evidence[0].memory_id == "m3" and "Western blot" in result.answer
         assert "cosine" in result.reranker
-        assert all(d[0].memory_id != "m3" for d in result.dropped)  # the valid team memory is never dropped
+        beaten = {d[0].memory_id: d[1].memory_id for d in result.dropped}
+        assert beaten.get("m1") == "m3"  # the outdated protocol contradicts the current one and loses to it
+        assert "m3" not in beaten and {m.memory_id for m in result.evidence}.isdisjoint(beaten)
     finally:
         memory.close()
 

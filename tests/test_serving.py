@@ -117,7 +117,7 @@ def test_openapi_lists_every_endpoint(client):
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     health = client.get("/healthz").json()
     assert health["status"] == "ok" and health["embedder"] == "all-MiniLM-L6-v2" and health["llm"] == "scripted"
-    assert "no cross-encoder" in health["reranker"] and health["validity"].startswith("none")
+    assert "no cross-encoder" in health["reranker"] and health["validity"].startswith("validity from the maintained state")
 
 
 def test_graph_query_returns_answer_memory_and_trace(client):
@@ -154,14 +154,17 @@ def test_team_groups_search_and_answer(client, lab_bank):
     r = client.post("/v1/teams/lab/search", json={"query": "Which assay is the primary assay?", "k": 3}, headers=LAB)
     assert r.status_code == 200, r.text
     found = r.json()
-    assert "no cross-encoder" in found["semantic_source"] and found["validity_source"].startswith("none")
+    assert "no cross-encoder" in found["semantic_source"] and "maintained state" in found["validity_source"]
     hits = found["hits"]
     assert 1 <= len(hits) <= 3 and "g1-m0" in [h["memory"]["memory_id"] for h in hits]
     for h in hits:
         assert set(h["memory"]) >= {"type", "time", "original", "maintained", "valid"}
-        assert h["validity"] is None and h["score"] == pytest.approx(h["semantic"])
+        # S_val is the maintained flag: a valid memory keeps its S_sem, an outdated one sinks below
+        assert h["validity"] == (12.0 if h["memory"]["valid"] else -12.0)
+        assert h["score"] == pytest.approx(h["semantic"], abs=1e-3) if h["memory"]["valid"] else h["score"] < -5
     stale = next(h["memory"] for h in hits if h["memory"]["memory_id"] == "g1-m1")
     assert not stale["valid"] and stale["maintained"] != stale["original"]
+    assert hits[-1]["memory"]["memory_id"] == "g1-m1"  # below every valid hit
 
     before = client.post("/v1/teams/lab/search", json={"query": "freezer", "as_of": "2025-01-06T12:00:00"},
                          headers=LAB).json()

@@ -41,8 +41,8 @@ class CollabMemory:
     embedder: Embedder
     llm: LLM | None = None
     reranker: Reranker | None = None
-    scorer: Any = None  # a ValidityScorer, or None: HiCoMER without the validity score
-    policy_name: str | None = None  # "rules" or "llm"; default: settings.hicomer.updater_policy
+    scorer: Any = None  # a ValidityScorer or StateValidity (open's default), or None: without the validity score
+    policy_name: str | None = None  # "judge", "rules" or "llm"; default: settings.hicomer.updater_policy
     _policy: Any = field(default=None, repr=False)
     _judge: Any = field(default=None, repr=False)
 
@@ -54,11 +54,10 @@ class CollabMemory:
 
         # Memoised: the updater's plan embeds a group, and the bank's write reuses those vectors.
         embedder = MemoEmbedder(embedder or load_embedder(settings))
-        scorer = None
-        if scorer_path:
-            from memgraft.collab.validity import load_scorer
+        from memgraft.collab.validity import make_validity
 
-            scorer = load_scorer(scorer_path)
+        h = settings.hicomer
+        scorer = make_validity(str(scorer_path) if scorer_path else h.validity_scorer, h.validity_state_logit)
         return cls(MemoryBank(path, embedder), settings, embedder, llm=llm, scorer=scorer, policy_name=policy)
 
     def close(self) -> None:
@@ -103,8 +102,10 @@ class CollabMemory:
         when = parse_time(as_of)
         hits = self.search(team, question, k=k, as_of=when)
         t0, t_now = self.bank.time_span(team, when)
-        if self._judge is None:  # conflicts among the evidence: the rules policy, cheap and deterministic
-            self._judge = ConflictJudge(make_policy(self.settings, kind="rules", embedder=self.embedder))
+        if self._judge is None:  # conflicts among the evidence: hicomer.conflict_judge (the pair judge by default)
+            kind = self.settings.hicomer.conflict_judge
+            shared = self._llm() if kind == "llm" and not self.settings.hicomer.updater_model else None
+            self._judge = ConflictJudge(make_policy(self.settings, kind=kind, llm=shared, embedder=self.embedder))
         memories = [h.memory for h in hits]
         result = resolve(memories, self._judge.contradicts(memories, t_now), settings=self.settings.hicomer,
                          t0=t0, t_now=t_now)

@@ -6,12 +6,17 @@ into banks, one per way of maintaining memory:
 * ``raw``: no maintenance; every memory stays valid with its original text. What flat
   RAG systems see, so the retrieval baselines read it.
 * ``rules``: the rule-based updater (the paper's baseline updater).
-* the chosen updater (``llm``: the configured LLM, a trained checkpoint or the cluster's;
-  ``gold``: the dataset's own decisions replayed, an oracle that isolates the retriever).
+* the chosen updater (``judge``, the default: the bundled trained pair judge; ``llm``: the
+  configured LLM, a trained checkpoint or the cluster's; ``gold``: the dataset's own
+  decisions replayed, an oracle that isolates the retriever).
 
-Teams are split into train and test teams: the validity scorer of each maintained bank is
-trained on the train teams' questions (the library's ``train_validity``) and every method
-is scored on the test teams' questions, each asked as of its own time.
+Each maintained bank's validity flags are scored against the gold state (precision:
+stale memories left valid; recall: current ones wrongly outdated). Teams are split into
+train and test teams: the learned validity scorer of each maintained bank is trained on
+the train teams' questions (the library's ``train_validity``) and every method is scored
+on the test teams' questions, each asked as of its own time. Retrieval metrics (ORR@5,
+CRR@5, NDCG@k, P@1) come from each method's own ranking, before any answer-time conflict
+resolution; the resolution only decides what an answer is given (and ``dropped/q``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 
-UPDATERS = ("llm", "rules", "gold")
+UPDATERS = ("judge", "rules", "llm", "gold")
 
 
 @dataclass(frozen=True)
@@ -45,8 +50,8 @@ class MethodSpec:
 
     bank: str  # "raw", "rules", or "updater" (the run's chosen updater)
     ranking: str  # a baseline retriever's name, or "validity" (HiCoMER's retriever)
-    validity: bool = False  # use the learned validity score (HiCoMER's retriever only)
-    resolve: bool = False  # drop the lower-priority side of contradicting evidence
+    validity: str = "none"  # S_val: "state" (the maintained flag, the default), "learned" (the MLP), "none"
+    resolve: bool = False  # drop the lower-priority side of contradicting evidence (answers only)
 
 
 METHODS: dict[str, MethodSpec] = {
@@ -55,16 +60,17 @@ METHODS: dict[str, MethodSpec] = {
     "rerank": MethodSpec("raw", "rerank"),
     "recency": MethodSpec("raw", "recency"),
     "relevance+recency+importance": MethodSpec("raw", "rri"),
-    "rules-updater": MethodSpec("rules", "validity", validity=True, resolve=True),
-    "hicomer-no-validity": MethodSpec("updater", "validity", validity=False, resolve=True),
-    "hicomer": MethodSpec("updater", "validity", validity=True, resolve=True),
+    "rules-updater": MethodSpec("rules", "validity", validity="state", resolve=True),
+    "hicomer-no-validity": MethodSpec("updater", "validity", validity="none", resolve=True),
+    "hicomer-learned-scorer": MethodSpec("updater", "validity", validity="learned", resolve=True),
+    "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
 }
 
 
 @dataclass
 class EvalOptions:
     methods: Sequence[str] = tuple(METHODS)
-    updater: str = "llm"  # the bank HiCoMER's rows read: llm, rules or gold
+    updater: str = "judge"  # the bank HiCoMER's rows read: judge, rules, llm or gold
     k: int = 10  # ranked list scored by NDCG@k; ORR and CRR use its top 5
     evidence: int = 5  # memories an answer is given
     test_fraction: float = 0.5  # share of teams whose questions are scored (the rest train the scorer)
@@ -76,6 +82,7 @@ class EvalOptions:
 @dataclass
 class EvalReport:
     updaters: dict[str, dict[str, float]] = field(default_factory=dict)
+    validity: dict[str, dict[str, float]] = field(default_factory=dict)  # by bank: flags against the gold state
     methods: dict[str, dict[str, float]] = field(default_factory=dict)
     scorer_training: dict[str, dict[str, Any]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
@@ -172,7 +179,15 @@ def retrieval_scores(ranked: Sequence[str], q: MemoryQuestion, team_ids: set[str
     valid = list(q.valid or [])
     return {"orr@5": metrics.orr_at_k(ranked, q.outdated or [], 5),
             "crr@5": metrics.crr_at_k(ranked, [m for m in valid if m in team_ids], 5),
-            f"ndcg@{k}": metrics.ndcg_at_k(ranked, valid, k)}
+            f"ndcg@{k}": metrics.ndcg_at_k(ranked, valid, k),
+            "p@1": metrics.precision_at_1(ranked, valid)}
+
+
+def validity_state_scores(bank: MemoryBank, dataset: Dataset) -> dict[str, float | int]:
+    """The bank's final validity flags against the gold end state (``memories.jsonl``'s ``outdated_at``)."""
+    gold = {m["memory_id"]: m.get("outdated_at") is None for m in dataset.memories}
+    flagged = {m.memory_id: m.valid for team in bank.teams() for m in bank.memories(team)}
+    return metrics.validity_scores(flagged, gold)
 
 
 @dataclass
@@ -184,17 +199,18 @@ class Method:
     judge: ConflictJudge | None = None
     resolve_settings: Any = None
 
-    def evidence(self, bank: MemoryBank, q: MemoryQuestion, k: int) -> tuple[list[Memory], list[str]]:
-        """The ranked memories (after conflict resolution when the method resolves) and the dropped ids."""
+    def evidence(self, bank: MemoryBank, q: MemoryQuestion, k: int) -> tuple[list[Memory], list[Memory], list[str]]:
+        """The ranking (what retrieval is scored on), the evidence an answer gets (the ranking after
+        conflict resolution when the method resolves) and the dropped ids."""
         memories = self.retrieve(q.team, q.question, k, q.time)
         if self.judge is None or len(memories) < 2:
-            return memories, []
+            return memories, memories, []
         from memgraft.collab.resolve import resolve
 
         t0, t_now = bank.time_span(q.team, q.time)
         result = resolve(memories, self.judge.contradicts(memories, t_now), settings=self.resolve_settings,
                          t0=t0, t_now=t_now)
-        return list(result.kept), [d.item.memory_id for d in result.dropped]
+        return memories, list(result.kept), [d.item.memory_id for d in result.dropped]
 
 
 def _ranked_memories(r: MemoryRetriever) -> Callable[[str, str, int, datetime | None], list[Memory]]:
@@ -210,7 +226,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
     """Build the banks, score the updaters, train the validity scorers, score every method."""
     from memgraft.collab.policies import make_policy
     from memgraft.collab.retriever import ValidityRetriever
-    from memgraft.collab.validity import ValidityScorer, build_pairs, train_validity
+    from memgraft.collab.validity import StateValidity, ValidityScorer, build_pairs, train_validity
 
     unknown = [m for m in options.methods if m not in METHODS]
     if unknown:
@@ -236,6 +252,8 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
         report.info[f"bank_{how}"] = info
         if how != "raw" and dataset.gold:
             report.updaters[info.get("policy", how)] = {**updater_scores(bank, dataset.gold), "seconds": info["seconds"]}
+        if dataset.memories:
+            report.validity[info.get("policy", how)] = validity_state_scores(bank, dataset)
 
     questions = [MemoryQuestion.model_validate(q) for q in dataset.questions]
     train_teams, test_teams = split_teams(questions, options.test_fraction, options.seed)
@@ -246,7 +264,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
     team_memories = {m["memory_id"] for m in dataset.memories if m["type"] == "team"}
 
     scorers: dict[str, ValidityScorer] = {}  # by bank kind: two roles on one bank share one scorer
-    for how in sorted({bank_kind[METHODS[m].bank] for m in options.methods if METHODS[m].validity}):
+    for how in sorted({bank_kind[METHODS[m].bank] for m in options.methods if METHODS[m].validity == "learned"}):
         log(f"training the validity scorer on the {how} bank")
         bank = next(banks[r] for r in banks if bank_kind[r] == how)
         started = time.perf_counter()
@@ -261,20 +279,21 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                                        "last_loss": losses[-1] if losses else None,
                                        "seconds": time.perf_counter() - started}
 
-    rules_policy = make_policy(settings, kind="rules", embedder=embedder)
+    conflict_policy = make_policy(settings, kind=settings.hicomer.conflict_judge, llm=llm, embedder=embedder)
     methods = []
     for name in options.methods:
         spec = METHODS[name]
         bank = banks[spec.bank]
         if spec.ranking == "validity":
-            retriever = ValidityRetriever(bank, embedder, reranker, scorers.get(bank_kind[spec.bank]) if spec.validity else None,
-                                          settings.hicomer)
+            s_val = {"learned": lambda: scorers.get(bank_kind[spec.bank]), "none": lambda: None,
+                     "state": lambda: StateValidity(settings.hicomer.validity_state_logit)}[spec.validity]()
+            retriever = ValidityRetriever(bank, embedder, reranker, s_val, settings.hicomer)
             retrieve = _validity_memories(retriever)
         else:
             retrieve = _ranked_memories(_baseline(spec.ranking, bank, reranker, settings))
-        # Conflicts between retrieved memories are judged by the rules policy: pairwise LLM judgements
-        # (k*(k-1)/2 per question) would dominate the run; the cluster can swap in the LLM policy.
-        methods.append(Method(name, retrieve, ConflictJudge(rules_policy) if spec.resolve else None,
+        # Conflicts between retrieved memories: hicomer.conflict_judge (the pair judge by default; pairwise
+        # LLM judgements, k*(k-1)/2 per question, would dominate the run on a CPU).
+        methods.append(Method(name, retrieve, ConflictJudge(conflict_policy) if spec.resolve else None,
                               settings.hicomer))
 
     session = None
@@ -291,9 +310,10 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
         bank = banks[METHODS[method.name].bank]
         rows, started = [], time.perf_counter()
         for i, q in enumerate(test_q):
-            evidence, dropped = method.evidence(bank, q, options.k)
-            ids = [m.memory_id for m in evidence]
+            ranked, evidence, dropped = method.evidence(bank, q, options.k)
+            ids = [m.memory_id for m in ranked]
             row: Row = {"method": method.name, "id": q.id, "retrieved": ids, "dropped": dropped,
+                        "asked": q.model_extra.get("asked") if q.model_extra else None,
                         **retrieval_scores(ids, q, team_memories, options.k)}
             if session is not None and i < options.answers and q.answer:
                 from memgraft.collab.answer import answer_question
@@ -321,12 +341,21 @@ def _baseline(name: str, bank: MemoryBank, reranker: Reranker, settings: Setting
             "rri": lambda: RelevanceRecencyImportance(bank)}[name]()
 
 
-def _summarise(rows: Sequence[Row], k: int, seconds: float) -> dict[str, float]:
+def _means(rows: Sequence[Row], k: int) -> dict[str, float]:
     out: dict[str, float] = {}
-    for key in ("orr@5", "crr@5", f"ndcg@{k}", "rouge_l", "decision_f1"):
+    for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1", "rouge_l", "decision_f1"):
         mean, n = metrics.mean_defined(r.get(key) for r in rows)
         out[key] = mean
         out[f"n_{key}"] = n
+    return out
+
+
+def _summarise(rows: Sequence[Row], k: int, seconds: float) -> dict[str, Any]:
+    out: dict[str, Any] = _means(rows, k)
+    kinds = sorted({r["asked"] for r in rows if r.get("asked")})
+    if kinds:  # "now" and "as_of" questions of the real conversions, scored apart
+        out["by_asked"] = {kind: {**_means([r for r in rows if r.get("asked") == kind], k),
+                                  "questions": sum(r.get("asked") == kind for r in rows)} for kind in kinds}
     out["questions"] = len(rows)
     out["dropped/q"] = sum(len(r["dropped"]) for r in rows) / len(rows) if rows else 0.0
     out["ms/q"] = 1000 * seconds / len(rows) if rows else 0.0
@@ -348,19 +377,40 @@ def print_report(report: EvalReport, title: str, k: int = 10) -> None:
             t.add_row(name, f"{s['conflict_f1']:.3f}", f"{s['conflict_macro_f1']:.3f}",
                       f"{s['maintenance_accuracy']:.3f}", f"{s['decided']}/{s['gold_decisions']}", f"{s['seconds']:.1f}")
         con.print(t)
-    t = Table(title=f"{title}: methods x metrics (test teams' questions; ORR lower is better)")
-    cols = ("ORR@5", "CRR@5", f"NDCG@{k}", "ROUGE-L", "Decision F1", "dropped/q", "questions", "ms/q")
+    if report.validity:
+        t = Table(title=f"{title}: each bank's validity flags against the gold state")
+        for col in ("bank", "precision", "recall", "stale left valid", "valid outdated", "memories"):
+            t.add_column(col, justify="left" if col == "bank" else "right")
+        for name, v in report.validity.items():
+            t.add_row(name, f"{v['precision']:.3f}", f"{v['recall']:.3f}", str(v["stale_left_valid"]),
+                      str(v["valid_outdated"]), str(v["memories"]))
+        con.print(t)
+    t = Table(title=f"{title}: methods x metrics (test teams' questions; each method's own ranking; ORR lower is better)")
+    cols = ("ORR@5", "CRR@5", f"NDCG@{k}", "P@1", "ROUGE-L", "Decision F1", "dropped/q", "questions", "ms/q")
     t.add_column("method")
     for col in cols:
         t.add_column(col, justify="right")
+
+    def cell(s: dict, key: str) -> str:
+        v = s.get(key)
+        return "-" if v is None or v != v else f"{v:.3f}"
+
     for name, s in report.methods.items():
-        def cell(key: str) -> str:
-            v = s.get(key)
-            return "-" if v is None or v != v else f"{v:.3f}"
         answers = f" (n={s['n_rouge_l']})" if s.get("n_rouge_l") else ""
-        t.add_row(name, cell("orr@5"), cell("crr@5"), cell(f"ndcg@{k}"), cell("rouge_l") + answers,
-                  cell("decision_f1"), f"{s['dropped/q']:.2f}", str(int(s["questions"])), f"{s['ms/q']:.1f}")
+        t.add_row(name, cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
+                  cell(s, "rouge_l") + answers, cell(s, "decision_f1"), f"{s['dropped/q']:.2f}",
+                  str(int(s["questions"])), f"{s['ms/q']:.1f}")
     con.print(t)
+    kinds = sorted({kind for s in report.methods.values() for kind in s.get("by_asked", {})})
+    if kinds:
+        t = Table(title=f"{title}: by when the question is asked (ORR@5 / CRR@5 / NDCG@{k} / P@1)")
+        t.add_column("method")
+        for kind in kinds:
+            t.add_column(kind, justify="right")
+        for name, s in report.methods.items():
+            t.add_row(name, *(" / ".join(cell(s.get("by_asked", {}).get(kind, {}), key)
+                                         for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1")) for kind in kinds))
+        con.print(t)
     info = report.info
     con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
               f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"

@@ -157,6 +157,32 @@ def ndcg_at_k(retrieved: Sequence[str], relevant: Collection[str], k: int = 10) 
     return dcg / ideal
 
 
+def precision_at_1(retrieved: Sequence[str], valid: Collection[str]) -> float | None:
+    """1.0 when the top hit is one of the question's gold valid memories (the record that holds
+    at the asked time), else 0.0; None when the question has no valid memory."""
+    gold = set(valid)
+    if not gold:
+        return None
+    top = list(retrieved)[:1]
+    return float(bool(top) and top[0] in gold)
+
+
+def validity_scores(flagged_valid: Mapping[str, bool], gold_valid: Mapping[str, bool]) -> dict[str, float | int]:
+    """A bank's validity flags against the gold state, over the gold memories.
+
+    ``precision``: of the memories the bank keeps valid, the share gold says are valid
+    (a stale memory left valid lowers it); ``recall``: of the gold valid memories, the
+    share the bank keeps valid (a current record wrongly outdated lowers it). A memory the
+    bank lacks counts as not valid.
+    """
+    tp = sum(1 for m, g in gold_valid.items() if g and flagged_valid.get(m, False))
+    fp = sum(1 for m, g in gold_valid.items() if not g and flagged_valid.get(m, False))
+    fn = sum(1 for m, g in gold_valid.items() if g and not flagged_valid.get(m, False))
+    precision, recall, f1 = _prf(tp, fp, fn)
+    return {"precision": precision, "recall": recall, "f1": f1, "stale_left_valid": fp, "valid_outdated": fn,
+            "memories": len(gold_valid)}
+
+
 def mean_defined(values: Iterable[float | None]) -> tuple[float, int]:
     """Mean of the defined values and how many there were; (nan, 0) when none is defined."""
     kept = [v for v in values if v is not None]

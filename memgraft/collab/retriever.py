@@ -2,8 +2,10 @@
 
 S_final = S_sem + λ·log σ(S_val). The validity term is a log-probability, so it
 never raises a memory the reranker thinks irrelevant (it is ≤ 0) but sinks a
-relevant memory the scorer believes stale by up to ``-λ·|S_val|``. Without a
-scorer S_final is S_sem: the "HiCoMER without the validity score" baseline.
+relevant memory the scorer believes stale by up to ``-λ·|S_val|``. S_val is a trained
+scorer's (:class:`ValidityScorer`) or, by default, the maintained state's
+(:class:`StateValidity`: the updater's validity flag as fixed log-odds). Without either
+S_final is S_sem: the "HiCoMER without the validity score" baseline.
 
 One search is one query encode (the query vector is what the bank searches with),
 one bank search of top-N, one reranker call over the N maintained texts and one
@@ -32,7 +34,7 @@ from torch.nn import functional as F
 
 from memgraft.collab.bank import BankError, MemoryBank
 from memgraft.collab.types import Memory
-from memgraft.collab.validity import ValidityScorer, validity_features
+from memgraft.collab.validity import StateValidity, ValidityScorer, validity_features
 from memgraft.config import HiCoMERSettings
 from memgraft.models.embedder import Embedder
 from memgraft.models.reranker import Reranker
@@ -52,9 +54,10 @@ class Hit:
 class ValidityRetriever:
     """Searches one team's bank the HiCoMER way; each call is independent (safe to share across threads)."""
 
-    def __init__(self, bank: MemoryBank, embedder: Embedder, reranker: Reranker, scorer: ValidityScorer | None,
+    def __init__(self, bank: MemoryBank, embedder: Embedder, reranker: Reranker,
+                 scorer: ValidityScorer | StateValidity | None,
                  settings: HiCoMERSettings, *, semantic_from_dense: bool | None = None):
-        if scorer is not None and scorer.dim != int(embedder.dim):
+        if scorer is not None and scorer.dim is not None and scorer.dim != int(embedder.dim):
             raise ValueError(f"validity scorer takes {scorer.dim}-dim vectors, the embedder "
                              f"{embedder.name!r} gives {embedder.dim}")
         if (bank.embedder_name, bank.dim) != (embedder.name, int(embedder.dim)):
@@ -116,6 +119,8 @@ class ValidityRetriever:
     def _validity(self, q: np.ndarray, memories: list[Memory], t0: datetime, t_now: datetime) -> torch.Tensor:
         """S_val of every candidate in one forward; h_m is the vector the bank scored the hit with."""
         assert self.scorer is not None
+        if isinstance(self.scorer, StateValidity):
+            return self.scorer.score_memories(memories)
         h_m = torch.from_numpy(np.stack([m.embedding for m in memories]).astype(np.float32, copy=False))
         h_q = torch.from_numpy(q).unsqueeze(0).expand_as(h_m)
         is_team, norm = validity_features(memories, t0, t_now)

@@ -121,6 +121,41 @@ class ValidityScorer(nn.Module):
             self.train(was)
 
 
+class StateValidity:
+    """S_val read from the maintained state: the updater's validity flag as a fixed log-odds.
+
+    The default when no trained scorer is configured (``hicomer.validity_scorer: state``).
+    Why: the updater has already judged every memory against what came after it; a
+    search that ignores that verdict is flat retrieval over maintained texts (issue 11:
+    with S_final = S_sem the maintained bank ranked no better than doing nothing). A valid
+    memory gets ``+margin`` (log σ ≈ 0: its S_sem stands), an outdated one ``-margin``
+    (log σ ≈ -margin: with λ = 1 and the cosine scale of 5 it sinks below every valid
+    candidate, since cosines span at most 2 × 5). A trained MLP (:class:`ValidityScorer`)
+    replaces it where one is given.
+    """
+
+    from_state = True
+    dim = None  # reads no vectors: fits any embedder
+
+    def __init__(self, margin: float = 12.0):
+        self.margin = float(margin)
+
+    def eval(self) -> "StateValidity":
+        return self
+
+    def score_memories(self, memories: Sequence[Memory]) -> Tensor:
+        return torch.tensor([self.margin if m.valid else -self.margin for m in memories], dtype=torch.float32)
+
+
+def make_validity(spec: str, margin: float = 12.0) -> "ValidityScorer | StateValidity | None":
+    """The S_val a setting names: ``state`` (the maintained flag), ``none`` (S_final = S_sem), or a saved scorer."""
+    if spec == "state":
+        return StateValidity(margin)
+    if spec in ("none", ""):
+        return None
+    return load_scorer(spec)
+
+
 def pairwise_loss(s_pos: Tensor, s_neg: Tensor) -> Tensor:
     """Mean of −log(e^{s+} / (e^{s+} + e^{s−})), computed as softplus(s− − s+) (no overflow)."""
     return F.softplus(s_neg - s_pos).mean()

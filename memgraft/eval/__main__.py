@@ -4,8 +4,9 @@
     python -m memgraft.eval score --run OUT [--run OUT2 ...] --dataset musique --graph GRAPH_DIR
     python -m memgraft.eval score --run OUT --dataset nocha --judge-profile local [--set models.llm=...]
     python -m memgraft.eval score --run OUT_HGMEM --run OUT_NAIVE --dataset longbench --baseline naive
+    python -m memgraft.eval collab          # generated, TimeQA val pages, SituatedQA dev: each a table
     python -m memgraft.eval collab --generate --updater rules --answers 10
-    python -m memgraft.eval collab --timeqa ../shared/data/timeqa-train/human_annotated_train.json --pages 60
+    python -m memgraft.eval collab --timeqa ../shared/data/timeqa-train/human_annotated_train.json --timeqa-split val
     python -m memgraft.eval collab --data DATASET_DIR --updater llm --set models.llm=CHECKPOINT
 
 ``score`` prints a table of methods x metrics and writes the scores (and every
@@ -101,15 +102,45 @@ def score(
     console.print(f"scores written to {path}", soft_wrap=True)
 
 
+def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, questions_limit):
+    """(title, dataset) pairs to score; with no source named, the generated stream and both real conversions."""
+    from memgraft.collab.data import read_dataset
+    from memgraft.collab.judge_data import SHARED_DATA
+
+    everything = not (data or generate or timeqa or situatedqa)
+    out = []
+    if data:
+        out.append((f"dataset {data}", read_dataset(data)))
+    if generate or everything:
+        from memgraft.collab.data.generator import generate as make
+
+        out.append((f"generated (seed {seed}, {teams} teams)", make(seed=seed, teams=teams)))
+    if timeqa or everything:
+        from memgraft.collab.data import timeqa as tq
+
+        path = timeqa or str(SHARED_DATA / "timeqa-train" / "human_annotated_train.json")
+        pages_ = tq.select_split(tq.load_pages(path, pages), timeqa_split)
+        out.append((f"TimeQA ({timeqa_split} pages of {Path(path).name})", tq.convert(pages_)[0]))
+    if situatedqa or everything:
+        from memgraft.collab.data import situatedqa as sq
+
+        path = situatedqa or str(SHARED_DATA / "situatedqa-train" / "temp.dev.jsonl")
+        out.append((f"SituatedQA ({Path(path).name})", sq.convert(sq.load_rows(path, questions_limit))[0]))
+    return out
+
+
 @app.command()
 def collab(
     data: Optional[str] = typer.Option(None, help="a HiCoMER dataset folder (stream, questions, gold, memories)"),
-    generate: bool = typer.Option(False, "--generate", help="score a freshly generated dataset instead"),
+    generate: bool = typer.Option(False, "--generate", help="score a freshly generated dataset"),
     teams: int = typer.Option(8, help="--generate: teams (half train the validity scorer, half are scored)"),
     seed: int = typer.Option(0, help="--generate: generator seed; also the team split's seed"),
-    timeqa: Optional[str] = typer.Option(None, help="score the conversion of these TimeQA pages instead"),
-    pages: Optional[int] = typer.Option(None, help="--timeqa: convert only the first N pages"),
-    updater: str = typer.Option("rules", help="the bank HiCoMER's rows read: llm, rules or gold (an oracle)"),
+    timeqa: Optional[str] = typer.Option(None, help="score the conversion of these TimeQA pages"),
+    timeqa_split: str = typer.Option("val", help="--timeqa: which pages (train, val, all); the judge trains on train"),
+    pages: Optional[int] = typer.Option(None, help="--timeqa: read only the first N pages"),
+    situatedqa: Optional[str] = typer.Option(None, help="score the conversion of this SituatedQA file (default dev)"),
+    sq_questions: Optional[int] = typer.Option(None, "--sq-questions", help="--situatedqa: first N question ids"),
+    updater: str = typer.Option("judge", help="the bank HiCoMER's rows read: judge, rules, llm or gold (an oracle)"),
     methods: Optional[str] = typer.Option(None, help="comma-separated subset of the methods (default: all)"),
     answers: int = typer.Option(0, help="questions per method answered by the LLM for ROUGE-L and Decision F1"),
     max_questions: Optional[int] = typer.Option(None, help="score at most this many test questions"),
@@ -118,45 +149,38 @@ def collab(
     workdir: str = typer.Option("out/collab-eval", help="where the banks are built"),
     output: Optional[str] = typer.Option(None, help="JSON to write (default <workdir>/scores.json)"),
 ) -> None:
-    """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc.), methods x (ORR, CRR, NDCG, ROUGE-L, Decision F1)."""
+    """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc., validity P/R), methods x (ORR, CRR, NDCG,
+    P@1, ROUGE-L, Decision F1). With no source named: the generated stream, TimeQA's val pages, SituatedQA's dev file."""
     from memgraft.collab import evaluate
-    from memgraft.collab.data import read_dataset
     from memgraft.config import load_settings
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker
 
-    if sum(x is not None and x is not False for x in (data, generate or None, timeqa)) != 1:
-        typer.echo("collab: give exactly one of --data, --generate, --timeqa", err=True)
-        raise typer.Exit(2)
     try:
-        if generate:
-            from memgraft.collab.data.generator import generate as make
-            dataset, title = make(seed=seed, teams=teams), f"generated (seed {seed}, {teams} teams)"
-        elif timeqa:
-            from memgraft.collab.data.timeqa import convert, load_pages
-            dataset, _ = convert(load_pages(timeqa, pages))
-            title = f"TimeQA ({pages or 'all'} pages)"
-        else:
-            dataset, title = read_dataset(data), f"dataset {data}"
+        sources = _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, sq_questions)
     except (OSError, ValueError) as err:
         typer.echo(f"collab: {err}", err=True)
         raise typer.Exit(2)
     settings = load_settings(profile, set_)
     embedder = load_embedder(settings)
+    reranker = load_reranker(settings, embedder)
     options = evaluate.EvalOptions(methods=tuple(methods.split(",")) if methods else tuple(evaluate.METHODS),
                                    updater=updater, answers=answers, max_questions=max_questions, seed=seed)
-    try:
-        result = evaluate.run_eval(dataset, settings, workdir, options, embedder=embedder,
-                                   reranker=load_reranker(settings, embedder), log=lambda s: typer.echo(s, err=True))
-    except ValueError as err:
-        typer.echo(f"collab: {err}", err=True)
-        raise typer.Exit(2)
-    evaluate.print_report(result, title, options.k)
+    written = {}
+    for i, (title, dataset) in enumerate(sources):
+        try:
+            result = evaluate.run_eval(dataset, settings, Path(workdir) / f"d{i}", options, embedder=embedder,
+                                       reranker=reranker, log=lambda s: typer.echo(s, err=True))
+        except ValueError as err:
+            typer.echo(f"collab: {err}", err=True)
+            raise typer.Exit(2)
+        evaluate.print_report(result, title, options.k)
+        written[title] = {"counts": dataset.counts(), "updaters": result.updaters, "validity": result.validity,
+                          "methods": result.methods, "scorer_training": result.scorer_training, "info": result.info,
+                          "questions": result.questions}
     path = Path(output or Path(workdir) / "scores.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"dataset": title, "counts": dataset.counts(), "updaters": result.updaters,
-                                "methods": result.methods, "scorer_training": result.scorer_training,
-                                "info": result.info, "questions": result.questions}, indent=1, default=str))
+    path.write_text(json.dumps(written, indent=1, default=str))
     typer.echo(f"scores written to {path}")
 
 
