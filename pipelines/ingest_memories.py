@@ -16,10 +16,12 @@ With ``--policy llm`` each worker loads the configured LLM backend
 (``models.llm_backend``): the local profile's transformers SmolLM2 in every worker, or,
 with ``openai``, a client of the shared server at ``models.llm_base_url``.
 
-A worker on a CPU without bf16 instructions (avx512_bf16 or AMX) embeds in float32
-even when the profile says bfloat16: there bf16 is emulated, and all-MiniLM took
-545 ms per text in bf16 against 49 in fp32 (2 cores, calls of 2 texts: 11x), which
-was most of a TimeQA ingest's time. The summary says which dtype the workers used.
+Workers load the embedder in the profile's dtype; with ``auto`` (the local
+profile) that is the faster of bf16 and fp32 measured once for this model and CPU
+(``memgraft.models.dtype``): bf16 is emulated on a CPU without avx512_bf16 or AMX,
+where all-MiniLM took 545 ms per text in bf16 against 49 in fp32 (2 cores, calls of
+2 texts: 11x). The first worker to load probes; the others wait and read the cached
+choice. The summary says which dtype the workers used.
 """
 
 from __future__ import annotations
@@ -47,22 +49,18 @@ log = logging.getLogger("memgraft.ingest_memories")
 PolicyFactory = Callable[[Settings, Any], Any]
 
 
-def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether this host's CPU computes bf16 natively; True when it cannot tell (keep the setting)."""
-    try:
-        flags = Path(cpuinfo).read_text()
-    except OSError:
-        return True
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+def embedder_dtype_here(dtype: str, settings: Settings | None = None) -> str:
+    """The dtype the workers will embed in: the profile's, or for ``auto`` the cached or measured choice.
 
-
-def embedder_dtype_here(dtype: str) -> str:
-    """The profile's embedder dtype, or float32 where bf16 would be emulated on this host's CPU."""
-    if dtype != "bfloat16" or cpu_has_bf16():
+    Probing loads the embedder once here (seconds, once per machine); bench/ingest.py calls this.
+    """
+    if dtype != "auto":
         return dtype
-    import torch
+    from memgraft.models.embedder import load_embedder
 
-    return dtype if torch.cuda.is_available() else "float32"
+    s = (settings or Settings()).model_copy(deep=True)
+    s.models.embedder_dtype = dtype
+    return load_embedder(s).dtype
 
 
 @ray.remote
@@ -78,9 +76,9 @@ class IngestWorker:
         s = settings.model_copy(deep=True)
         # Ray sets OMP_NUM_THREADS=1 for a 1-CPU actor and more for none: say how many, explicitly.
         s.models.torch_threads = max(1, min(threads, available_cpus()))
-        s.models.embedder_dtype = embedder_dtype_here(s.models.embedder_dtype)
-        self.embedder_dtype = s.models.embedder_dtype
-        embedder = MemoEmbedder(load_embedder(s))
+        inner = load_embedder(s)  # with "auto": the measured choice, probed by the first worker only
+        self.embedder_dtype = getattr(inner, "dtype", s.models.embedder_dtype)
+        embedder = MemoEmbedder(inner)
         self.policy = policy_factory(s, embedder) if policy_factory else make_policy(s, embedder=embedder)
         self.bank = MemoryBank(bank, embedder)
         self.updater = Updater(self.bank, self.policy, s.hicomer)

@@ -154,13 +154,25 @@ def test_a_teams_texts_are_embedded_ahead_in_one_call_and_the_bank_is_the_same(t
     assert bank_state(tmp_path / "ahead.sqlite") == bank_state(tmp_path / "per_group.sqlite")
 
 
-def test_bf16_is_kept_only_where_the_cpu_computes_it(tmp_path):
-    from pipelines.ingest_memories import cpu_has_bf16
+def test_workers_embed_in_the_auto_choice_cached_for_this_cpu(tmp_path, monkeypatch):
+    from memgraft.config import Settings
+    from memgraft.models import dtype
+    from pipelines.ingest_memories import embedder_dtype_here
 
-    (tmp_path / "amd").write_text("flags\t: fpu avx2 avx512f avx512bw\n")
-    (tmp_path / "spr").write_text("flags\t: fpu avx2 avx512f avx512_bf16 amx_bf16\n")
-    assert not cpu_has_bf16(str(tmp_path / "amd")) and cpu_has_bf16(str(tmp_path / "spr"))
-    assert cpu_has_bf16(str(tmp_path / "missing"))  # cannot tell: the profile's setting stands
+    def no_probe(*a, **k):
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(dtype, "probe_sentence_transformer", no_probe)
+    s = Settings()
+    s.models.cache_dir = str(tmp_path)
+    assert embedder_dtype_here("float32", s) == "float32"  # explicit: never probed, nothing cached
+    assert not (tmp_path / dtype.CACHE_FILE).exists()
+    # A choice cached for this model and CPU is what the workers load with "auto".
+    key = dtype.choice_key(s.models.embedder)
+    (tmp_path / dtype.CACHE_FILE).write_text(json.dumps({key: {
+        "dtype": "bfloat16", "unit": "texts/s", "trials": [
+            {"dtype": "float32", "rate": 1.0, "accurate": True}, {"dtype": "bfloat16", "rate": 2.0, "accurate": True}]}}))
+    assert embedder_dtype_here("auto", s) == "bfloat16"
 
 
 def test_bad_line_refused_before_anything_is_written(settings, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -22,17 +23,26 @@ class Embedder(Protocol):
 
 
 class SentenceTransformerEmbedder:
-    """sentence-transformers model loaded once, from a local path or (cluster) the hub."""
+    """sentence-transformers model loaded once, from a local path or (cluster) the hub.
 
-    def __init__(self, model: str, *, dtype: str = "float32", batch_size: int = 32, threads: int = 0):
+    ``dtype="auto"`` loads the measured choice for this model and CPU
+    (``memgraft.models.dtype``), probing once per machine into ``cache_path``.
+    """
+
+    def __init__(self, model: str, *, dtype: str = "float32", batch_size: int = 32, threads: int = 0,
+                 cache_path: Path | None = None):
         import torch
         from sentence_transformers import SentenceTransformer
+
+        from memgraft.models.dtype import probe_sentence_transformer, resolve_dtype
 
         set_torch_threads(threads)
         self.name = display_name(model)
         path = resolve(model)
         self._model = SentenceTransformer(path, device="cpu" if not torch.cuda.is_available() else None)
-        if dtype == "bfloat16":
+        self.dtype = resolve_dtype(dtype, model=model, cache_path=cache_path or _default_cache(),
+                                   probe=lambda: probe_sentence_transformer(self._model), unit="texts/s")
+        if self.dtype == "bfloat16":
             self._model = self._model.to(torch.bfloat16)
         self.batch_size = batch_size
         self.dim = int(self._model.get_embedding_dimension())
@@ -41,7 +51,8 @@ class SentenceTransformerEmbedder:
     @classmethod
     def from_settings(cls, settings: Settings) -> "SentenceTransformerEmbedder":
         m = settings.models
-        return cls(m.embedder, dtype=m.embedder_dtype, batch_size=m.embed_batch_size, threads=m.torch_threads)
+        return cls(m.embedder, dtype=m.embedder_dtype, batch_size=m.embed_batch_size, threads=m.torch_threads,
+                   cache_path=settings.cache_path)
 
     @property
     def tokenizer(self):
@@ -57,6 +68,10 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         )
         return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def _default_cache() -> Path:
+    return Settings().cache_path
 
 
 def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:

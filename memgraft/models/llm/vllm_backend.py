@@ -41,6 +41,15 @@ def engine_model_source(settings: Settings) -> str:
     return str(ensure_hf_folder(settings.models.llm, settings.cache_path))
 
 
+def engine_dtype(dtype: str) -> str:
+    """vLLM's dtype for a profile's ``llm_dtype``: ``auto`` (measured for transformers on CPU) keeps bf16.
+
+    The dtype probe times transformers' kernels, not vLLM's; vLLM serves in bf16,
+    its dtype on GPUs, and its own "auto" would pick fp16 for the fp32 converted folder.
+    """
+    return "bfloat16" if dtype == "auto" else dtype
+
+
 class VLLMEngine:
     def __init__(
         self,
@@ -76,7 +85,7 @@ class VLLMEngine:
     def from_settings(cls, settings: Settings, **engine_kwargs: Any) -> "VLLMEngine":
         m, g = settings.models, settings.generation
         return cls(
-            engine_model_source(settings), name=display_name(m.llm), dtype=m.llm_dtype,
+            engine_model_source(settings), name=display_name(m.llm), dtype=engine_dtype(m.llm_dtype),
             tensor_parallel=m.llm_tensor_parallel, temperature=g.temperature,
             max_new_tokens=g.max_new_tokens, seed=g.seed, engine_kwargs=engine_kwargs,
             sampling={"top_p": g.top_p, "top_k": g.top_k or -1, "repetition_penalty": g.repetition_penalty},
