@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from pipelines.ingest_memories import embedder_dtype_here
 
     settings = load_settings(args.profile, [*args.overrides, "hicomer.updater_policy=rules"])
-    settings.models.embedder_dtype = embedder_dtype_here(settings.models.embedder_dtype)  # as the workers will
+    settings.models.embedder_dtype = embedder_dtype_here(settings.models.embedder_dtype, settings)  # as the workers will
     out = args.out or Path(tempfile.mkdtemp(prefix="memgraft-bench-ingest-"))
     out.mkdir(parents=True, exist_ok=True)
     data = generate(seed=args.seed, teams=args.teams, groups=args.groups)

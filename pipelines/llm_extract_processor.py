@@ -98,13 +98,13 @@ def build_llm_extract_processor(
     """
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from memgraft.models.llm.vllm_backend import engine_model_source
+    from memgraft.models.llm.vllm_backend import engine_dtype, engine_model_source
 
     m = settings.models
     # A chunk's prompt plus its answer needs far less than 8k tokens; a bounded
     # length keeps vLLM's KV-cache reservation small.
     kwargs: dict[str, Any] = {
-        "dtype": m.llm_dtype,
+        "dtype": engine_dtype(m.llm_dtype),
         "tensor_parallel_size": m.llm_tensor_parallel,
         "max_model_len": 8192,
     }

@@ -35,10 +35,10 @@ def llm_config(settings: Settings, serving: ServingSettings):
     """The ``LLMConfig`` for ``models.llm`` on vLLM, scaled by ``serving.deployments.llm``."""
     from ray.serve.llm import LLMConfig
 
-    from memgraft.models.llm.vllm_backend import engine_model_source
+    from memgraft.models.llm.vllm_backend import engine_dtype, engine_model_source
 
     opts = serving.deployments.llm
-    engine = {"tensor_parallel_size": settings.models.llm_tensor_parallel, "dtype": settings.models.llm_dtype,
+    engine = {"tensor_parallel_size": settings.models.llm_tensor_parallel, "dtype": engine_dtype(settings.models.llm_dtype),
               **serving.vllm_engine_kwargs}
     return LLMConfig(
         model_loading_config={"model_id": model_id(settings), "model_source": engine_model_source(settings)},

@@ -135,6 +135,14 @@ def model_folder(model: "str | Checkpoint | None") -> Iterator[str | None]:
         yield d
 
 
+def wide_console(width: int = 140):
+    """A rich console that does not squeeze tables into 80 columns when piped or captured."""
+    from rich.console import Console
+
+    con = Console()
+    return con if con.is_terminal else Console(width=max(con.width, width))
+
+
 def write_json(path: str | Path, data: Mapping[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -98,12 +98,11 @@ def evaluate(settings: Settings, model: "str | Checkpoint | None", rows: Sequenc
 
 
 def print_scores(title: str, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=max(con.width, 140))
+    from training.common import wide_console
+
+    con = wide_console(140)
     table = Table(title=title)
     for col in ("stage", "Conflict F1", "macro F1", "Maintenance Acc.", "valid JSON", "seconds", "model"):
         table.add_column(col, justify="left" if col in ("stage", "model") else "right")

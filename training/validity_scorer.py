@@ -160,12 +160,11 @@ def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
 
 
 def print_report(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=max(con.width, 120))
+    from training.common import wide_console
+
+    con = wide_console(120)
     d = report["data"]
     table = Table(title=f"validity-aware retrieval on the held-out teams' {d['test_questions']} questions "
                         f"({d['bank']} bank; ORR lower is better)")

@@ -68,7 +68,7 @@ def _fail(err: Exception) -> None:
 
 @app.command("add-group")
 def add_group(bank: str = BANK, group: str = typer.Option(..., help="a JSON file holding one group ('-': stdin)"),
-              policy: Optional[str] = typer.Option(None, help="updater policy: rules or llm (default: settings)"),
+              policy: Optional[str] = typer.Option(None, help="updater policy: judge, rules or llm (default: settings)"),
               profile: str = PROFILE, set_: list[str] = SET) -> None:
     """Run one group (a stream line) through the updater and commit it with its decisions."""
     text = sys.stdin.read() if group == "-" else Path(group).read_text(encoding="utf-8")
