@@ -146,12 +146,11 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
 
 
 def print_report(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
-    if not con.is_terminal:
-        con = Console(width=max(con.width, 140))
+    from training.common import wide_console
+
+    con = wide_console(140)
     table = Table(title="pair judge on held-out data (untrained -> trained)")
     for col in ("dataset", "pair P / R", "Conflict F1", "Maintenance Acc.", "validity P / R"):
         table.add_column(col, justify="left" if col == "dataset" else "right")

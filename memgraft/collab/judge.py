@@ -23,6 +23,7 @@ team memory. Over several references the most probable contradiction wins.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -43,13 +44,37 @@ if TYPE_CHECKING:
 FORMAT = "memgraft.pair-judge/1"
 LABELS = (Relation.neutral, Relation.compatible, Relation.contradiction)
 BUNDLED = Path(__file__).with_name("assets") / "judge-all-MiniLM-L6-v2.pt"
-N_LEXICAL = 16
+N_LEXICAL = 22
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @lru_cache(maxsize=65536)
+def _sequence(text: str) -> tuple[str, ...]:
+    """The text's words in order, lower-cased (a leading "Log:"-style tag dropped); function
+    words stay, since "of" and "is" are what separate a subject from its value."""
+    return tuple(w.lower() for w in _WORD.findall(rules.strip_label(text)[:rules.READ_CHARS]))
+
+
+@lru_cache(maxsize=65536)
 def _words(text: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _WORD.findall(rules.strip_label(text)) if w.lower() not in rules.STOP_WORDS)
+    return frozenset(w for w in _sequence(text) if w not in rules.STOP_WORDS)
+
+
+def alignment_features(a: str, b: str) -> list[float]:
+    """Where the two texts differ, not only how much. A new value for the same subject and
+    attribute differs in one stretch, usually late ("... is V", "? V"); a record about
+    another subject differs in two (the subject, then the value), the first one early."""
+    sa, sb = _sequence(a), _sequence(b)
+    blocks = [op for op in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not blocks:
+        return [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    first_a = blocks[0][1] / max(1, len(sa))
+    first_b = blocks[0][3] / max(1, len(sb))
+    changed_a = sum(i2 - i1 for _, i1, i2, _, _ in blocks)
+    changed_b = sum(j2 - j1 for _, _, _, j1, j2 in blocks)
+    late_a = sum(max(0, i2 - max(i1, int(len(sa) * 2 / 3))) for _, i1, i2, _, _ in blocks) / max(1, changed_a)
+    late_b = sum(max(0, j2 - max(j1, int(len(sb) * 2 / 3))) for _, _, _, j1, j2 in blocks) / max(1, changed_b)
+    return [min(len(blocks), 4) / 4, first_a, first_b, float(len(blocks) == 1), late_a, late_b]
 
 
 def lexical_features(a: str, b: str) -> list[float]:
@@ -67,7 +92,7 @@ def lexical_features(a: str, b: str) -> list[float]:
             float(not sa - sb), float(not sb - sa), float(bool(sa & sb)),
             float(verdict == "conflict"), float(verdict == "agree"), float(verdict == "unrelated"),
             float(rules.has_prohibition_cue(b) != rules.has_prohibition_cue(a)),
-            float(rules.has_change_cue(a) or rules.has_change_cue(b))]
+            float(rules.has_change_cue(a) or rules.has_change_cue(b)), *alignment_features(a, b)]
 
 
 def pair_features(texts_a: Sequence[str], texts_b: Sequence[str], u: np.ndarray, v: np.ndarray) -> torch.Tensor:

@@ -16,6 +16,7 @@ file are the held-out check; neither source's test split is read.
 
 from __future__ import annotations
 
+import random
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +48,19 @@ def pair_label(a: Row, b: Row) -> int:
     return 1 if _value_key(a.get("value")) == _value_key(b.get("value")) else 2
 
 
-def dataset_pairs(data: Dataset, source: str = "") -> list[Pair]:
-    """One pair per (gold target, reference), labelled by topic and value."""
+def dataset_pairs(data: Dataset, source: str = "", *, same_phrasing: int = 0, seed: int = 0) -> list[Pair]:
+    """One pair per (gold target, reference), labelled by topic and value.
+
+    ``same_phrasing``: also that many copies of each pair whose memories carry their phrase
+    fields (the real conversions'), both sides re-rendered in one randomly drawn phrasing.
+    Why: a stream written in one template (every record "Record from Y: the A of S is V")
+    differs between two records only where they differ, and a judge must read that the
+    same way in every phrasing; drawn from every template, it fits none of them.
+    """
+    from memgraft.collab.data.facts import CONFIRM_NOTES, RECORDS, STALE_NOTES, render
+
+    templates = (*RECORDS, *STALE_NOTES, *CONFIRM_NOTES)
+    rng = random.Random(f"same-phrasing:{source}:{seed}")
     memories = {m["memory_id"]: m for m in data.memories}
     out: list[Pair] = []
     for row in data.gold:
@@ -57,8 +69,14 @@ def dataset_pairs(data: Dataset, source: str = "") -> list[Pair]:
             continue
         for ref in row["against"]:
             other = memories.get(ref["memory_id"])
-            if other is not None:
-                out.append(Pair(row["original"], ref["content"], pair_label(target, other), source))
+            if other is None:
+                continue
+            label = pair_label(target, other)
+            out.append(Pair(row["original"], ref["content"], label, source))
+            if target.get("phrase") and other.get("phrase"):
+                for _ in range(same_phrasing):
+                    t = rng.choice(templates)
+                    out.append(Pair(render(target["phrase"], t), render(other["phrase"], t), label, source))
     return out
 
 
@@ -84,8 +102,8 @@ def judge_sources(split: str = "train", *, generated_seeds: Sequence[int] = (0, 
     return out
 
 
-def all_pairs(datasets: dict[str, Dataset]) -> list[Pair]:
-    return [p for name, d in datasets.items() for p in dataset_pairs(d, name)]
+def all_pairs(datasets: dict[str, Dataset], same_phrasing: int = 2) -> list[Pair]:
+    return [p for name, d in datasets.items() for p in dataset_pairs(d, name, same_phrasing=same_phrasing)]
 
 
 def symmetric(pairs: Iterable[Pair]) -> list[Pair]:

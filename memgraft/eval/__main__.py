@@ -102,7 +102,8 @@ def score(
     console.print(f"scores written to {path}", soft_wrap=True)
 
 
-def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, questions_limit):
+def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, questions_limit,
+                     one_wording=False):
     """(title, dataset) pairs to score; with no source named, the generated stream and both real conversions."""
     from memgraft.collab.data import read_dataset
     from memgraft.collab.judge_data import SHARED_DATA
@@ -120,7 +121,8 @@ def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, s
 
         path = timeqa or str(SHARED_DATA / "timeqa-train" / "human_annotated_train.json")
         pages_ = tq.select_split(tq.load_pages(path, pages), timeqa_split)
-        out.append((f"TimeQA ({timeqa_split} pages of {Path(path).name})", tq.convert(pages_)[0]))
+        out.append((f"TimeQA ({timeqa_split} pages of {Path(path).name}{', one wording' if one_wording else ''})",
+                    tq.convert(pages_, one_wording=one_wording)[0]))
     if situatedqa or everything:
         from memgraft.collab.data import situatedqa as sq
 
@@ -137,6 +139,7 @@ def collab(
     seed: int = typer.Option(0, help="--generate: generator seed; also the team split's seed"),
     timeqa: Optional[str] = typer.Option(None, help="score the conversion of these TimeQA pages"),
     timeqa_split: str = typer.Option("val", help="--timeqa: which pages (train, val, all); the judge trains on train"),
+    one_wording: bool = typer.Option(False, "--one-wording", help="--timeqa: each subject's records in one wording"),
     pages: Optional[int] = typer.Option(None, help="--timeqa: read only the first N pages"),
     situatedqa: Optional[str] = typer.Option(None, help="score the conversion of this SituatedQA file (default dev)"),
     sq_questions: Optional[int] = typer.Option(None, "--sq-questions", help="--situatedqa: first N question ids"),
@@ -157,7 +160,8 @@ def collab(
     from memgraft.models.reranker import load_reranker
 
     try:
-        sources = _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, sq_questions)
+        sources = _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, sq_questions,
+                                   one_wording)
     except (OSError, ValueError) as err:
         typer.echo(f"collab: {err}", err=True)
         raise typer.Exit(2)

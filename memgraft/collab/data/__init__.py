@@ -231,6 +231,13 @@ class Dataset:
         return paths
 
 
+def write_converted(data: "Dataset", out: str | Path, counts: dict[str, int]) -> None:
+    """A converter CLI's output: the four files, ``report.json`` with the counts, and both printed."""
+    paths = data.write(out)
+    (Path(out) / "report.json").write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({"counts": counts, "files": {k: str(v) for k, v in paths.items()}}, indent=2))
+
+
 def write_jsonl(path: str | Path, rows: Iterable[Row]) -> int:
     """One JSON object per line, UTF-8, ``\\n`` endings, keys in insertion order: the same
     rows always give the same bytes."""

@@ -170,6 +170,12 @@ CONFIRM_NOTES: tuple[Template, ...] = _NOTES + (
 _STOP = {"the", "a", "an", "of", "in", "on", "to", "for", "and", "did", "does", "do"}
 
 
+def render(phrase: dict[str, Any], template: Template) -> str:
+    """A memory's text again, from its stored phrase fields, in ``template``."""
+    return template(Phrase.of(phrase["question"], phrase["value"], phrase["time"], phrase.get("attribute"),
+                              phrase.get("name")))
+
+
 def template_words(question: str, name: str) -> frozenset[str]:
     """The question's words less the entity's: what says which attribute is asked."""
     words = lambda s: set(re.findall(r"[a-z0-9]+", s.lower()))  # noqa: E731
@@ -213,7 +219,10 @@ class _Builder:
             author=self.author if team_mem else f"agent-{self.rng.randint(1, 6)}",
             content=self.rng.choice(templates)(phrase), kind="fact" if team_mem else "observation",
             topic=s.line.subject, value=value,
-            extra={"subject": s.line.subject, "answers": list(answers), "role": role, **s.line.extra},
+            extra={"subject": s.line.subject, "answers": list(answers), "role": role, **s.line.extra,
+                   # what the text was rendered from, so training can re-render it in another phrasing
+                   "phrase": {"question": s.wording(time), "value": value, "time": time,
+                              "attribute": s.line.extra.get("attribute"), "name": s.line.name or None}},
         )  # fmt: skip
         s.memories.append(m)
         self.counts[f"{role}_memories"] += 1

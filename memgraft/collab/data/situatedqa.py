@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from memgraft.collab.data import Dataset
+from memgraft.collab.data import Dataset, write_converted
 from memgraft.collab.data.facts import Timeline, build, normalise_values
 
 DATA = Path(__file__).resolve().parents[4] / "shared" / "data" / "situatedqa-train"
@@ -144,9 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data, counts = convert(load_rows(a.input, a.limit), subjects_per_team=a.subjects_per_team, seed=a.seed,
                            static_fraction=a.static_fraction)  # fmt: skip
     data.info["input"] = str(a.input)
-    paths = data.write(a.out)
-    (a.out / "report.json").write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({"counts": counts, "files": {k: str(v) for k, v in paths.items()}}, indent=2))
+    write_converted(data, a.out, counts)
     return 0
 
 

@@ -45,7 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
-from memgraft.collab.data import Dataset
+from memgraft.collab.data import Dataset, write_converted
 from memgraft.collab.data.facts import Timeline, build
 from memgraft.collab.data.wikidata import attribute_of
 
@@ -257,13 +257,19 @@ def convert(
     subjects_per_team: int = 40,
     seed: int = 0,
     split_questions: bool = False,
+    one_wording: bool = False,
     **options: Any,
 ) -> tuple[Dataset, dict[str, int]]:
     """Convert TimeQA pages (:func:`memgraft.collab.data.facts.build` takes ``options``);
-    returns the dataset and the conversion counts."""
+    returns the dataset and the conversion counts. ``one_wording``: every record of a
+    subject from its one most common question, not each period's own paraphrase (the
+    shape of a stream whose records name their subject the same way every time)."""
     conv = Converter(split_questions)
     for number, page in enumerate(pages):
         conv.page(number, page)
+    if one_wording:
+        for line in conv.timelines:
+            line.wording = {}
     data = build(conv.timelines, source=source, author=AUTHOR, subjects_per_team=subjects_per_team,
                  seed=seed, counts=dict(conv.counts), **options)  # fmt: skip
     return data, dict(data.info["counts"])
@@ -285,13 +291,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--subjects-per-team", type=int, default=40, help="subjects per team (0: one team)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", choices=SPLITS, default="all", help="pages by a hash of their index, ~80/20")
+    p.add_argument("--one-wording", action="store_true", help="each subject's records from its one main question")
     a = p.parse_args(argv)
     pages = select_split(load_pages(a.input, a.limit), a.split)
-    data, counts = convert(pages, subjects_per_team=a.subjects_per_team, seed=a.seed)
+    data, counts = convert(pages, subjects_per_team=a.subjects_per_team, seed=a.seed, one_wording=a.one_wording)
     data.info.update(input=str(a.input), split=a.split)
-    paths = data.write(a.out)
-    (a.out / "report.json").write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({"counts": counts, "files": {k: str(v) for k, v in paths.items()}}, indent=2))
+    write_converted(data, a.out, counts)
     return 0
 
 
