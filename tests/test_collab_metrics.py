@@ -57,6 +57,16 @@ def test_maintenance_accuracy_checks_action_and_revised_state():
     assert M.maintenance_accuracy({}, {}) == 0.0
 
 
+def test_maintenance_accuracy_needs_relation_and_action_and_reads_unjudged_as_neutral_keep():
+    gold = {"a": {"relation": "contradiction", "action": "keep", "valid": True},
+            "b": {"relation": "neutral", "action": "keep", "valid": True},
+            "c": {"relation": "compatible", "action": "keep", "valid": True}}
+    pred = {"a": {"relation": "compatible", "action": "keep", "valid": True}}  # right action, wrong relation
+    assert M.maintenance_accuracy(pred, gold) == 0.0
+    # b and c were never judged: leaving b alone is its neutral/keep, c needed "compatible"
+    assert M.maintenance_accuracy(pred, gold, unjudged={"relation": "neutral", "action": "keep"}) == pytest.approx(1 / 3)
+
+
 # -- retrieval --------------------------------------------------------------------------------
 
 

@@ -231,9 +231,10 @@ def score_on_gold(policy, gold) -> tuple[dict, float]:
     judgements = policy.judge([target_from_gold(r) for r in gold])
     key = [(r["group_id"], r["memory_id"]) for r in gold]
     pred_rel = {k: str(j.relation) for k, j in zip(key, judgements)}
-    pred_m = {k: {"action": str(j.action), "valid": j.action is Action.keep} for k, j in zip(key, judgements)}
+    pred_m = {k: {"relation": str(j.relation), "action": str(j.action), "valid": j.action is Action.keep}
+              for k, j in zip(key, judgements)}
     gold_rel = {k: r["relation"] for k, r in zip(key, gold)}
-    gold_m = {k: {"action": r["action"], "valid": r["valid"]} for k, r in zip(key, gold)}
+    gold_m = {k: {"relation": r["relation"], "action": r["action"], "valid": r["valid"]} for k, r in zip(key, gold)}
     return M.conflict_f1(pred_rel, gold_rel), M.maintenance_accuracy(pred_m, gold_m)
 
 

@@ -60,10 +60,10 @@ def score_updater(settings: Settings, model: str | None, rows: Sequence[Row]) ->
             continue
         j = normalise(t, res.value.relation, res.value.action, res.value.maintained, res.value.reason)
         relations[i] = str(j.relation)
-        decisions[i] = {"action": str(j.action), "valid": str(j.action) == "keep"}
+        decisions[i] = {"relation": str(j.relation), "action": str(j.action), "valid": str(j.action) == "keep"}
     f1 = metrics.conflict_f1(relations, {i: r["relation"] for i, r in enumerate(rows)})
-    accuracy = metrics.maintenance_accuracy(decisions, {i: {"action": r["action"], "valid": r["valid"]}
-                                                        for i, r in enumerate(rows)})
+    accuracy = metrics.maintenance_accuracy(decisions, {i: {"relation": r["relation"], "action": r["action"],
+                                                            "valid": r["valid"]} for i, r in enumerate(rows)})
     return {"model": model or s.models.llm, "conflict_f1": float(f1["f1"]), "macro_f1": float(f1["macro_f1"]),
             "maintenance_accuracy": accuracy, "instances": len(rows), "valid_json": len(decisions),
             "completion_tokens": sum(r.completion_tokens for r in results),

@@ -154,9 +154,11 @@ def updater_scores(bank: MemoryBank, gold: Sequence[Row]) -> dict[str, float]:
     key = [(g["group_id"], g["memory_id"]) for g in gold]
     relations = {k: str(predicted[k].relation) for k in key if k in predicted}
     f1 = metrics.conflict_f1(relations, {k: g["relation"] for k, g in zip(key, gold)})
-    decided = {k: {"action": str(predicted[k].action), "valid": predicted[k].valid_after} for k in key if k in predicted}
-    accuracy = metrics.maintenance_accuracy(decided, {k: {"action": g["action"], "valid": g["valid"]}
-                                                      for k, g in zip(key, gold)})
+    decided = {k: {"relation": str(predicted[k].relation), "action": str(predicted[k].action),
+                   "valid": predicted[k].valid_after} for k in key if k in predicted}
+    accuracy = metrics.maintenance_accuracy(
+        decided, {k: {"relation": g["relation"], "action": g["action"], "valid": g["valid"]} for k, g in zip(key, gold)},
+        unjudged={"relation": "neutral", "action": "keep"})  # a memory the updater never retrieved was kept
     return {"conflict_f1": float(f1["f1"]), "conflict_macro_f1": float(f1["macro_f1"]),
             "maintenance_accuracy": accuracy, "gold_decisions": len(gold),
             "decided": sum(k in predicted for k in key)}

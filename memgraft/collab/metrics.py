@@ -78,14 +78,18 @@ def conflict_f1(
 def maintenance_correct(predicted: Mapping[str, object] | None, gold: Mapping[str, object]) -> bool:
     """Whether one maintenance decision is right.
 
-    A decision is a mapping with ``action`` ("keep" or "revise") and ``valid`` (the
-    memory's validity flag after the decision). It is right when the predicted action
-    equals the gold action and, when the gold action is "revise", the predicted validity
-    also equals the gold validity: a revision that rewrites the text but leaves an
-    outdated memory marked valid is wrong. For "keep" the validity is not checked (keeping
-    leaves the memory's state as it was). A missing prediction (None) is wrong.
+    A decision is a mapping with ``relation`` (compatible, neutral, contradiction),
+    ``action`` ("keep" or "revise") and ``valid`` (the memory's validity flag after the
+    decision). It is right when the relation **and** the action match the gold ones (the
+    paper's exact match; a gold decision without a relation checks the action alone) and,
+    when the gold action is "revise", the predicted validity also equals the gold validity:
+    a revision that rewrites the text but leaves an outdated memory marked valid is wrong.
+    For "keep" the validity is not checked (keeping leaves the memory's state as it was).
+    A missing prediction (None) is wrong.
     """
     if predicted is None or predicted.get("action") != gold.get("action"):
+        return False
+    if "relation" in gold and predicted.get("relation") != gold["relation"]:
         return False
     if gold.get("action") == "revise":
         return bool(predicted.get("valid")) == bool(gold.get("valid"))
@@ -95,15 +99,19 @@ def maintenance_correct(predicted: Mapping[str, object] | None, gold: Mapping[st
 def maintenance_accuracy(
     predicted: Mapping[Hashable, Mapping[str, object]],
     gold: Mapping[Hashable, Mapping[str, object]],
+    unjudged: Mapping[str, object] | None = None,
 ) -> float:
     """Share of gold maintenance decisions the updater got right (:func:`maintenance_correct`).
 
-    Both map a target to its decision; gold targets without a prediction are wrong and
-    predictions for other targets are ignored. 0.0 when there is no gold decision.
+    Both map a target to its decision; predictions for other targets are ignored. A gold
+    target without a prediction is wrong, unless ``unjudged`` says what leaving it alone
+    amounts to: a bank's updater that never retrieved a memory kept it as it was, i.e.
+    neutral/keep, which is right exactly where the gold says neutral/keep. 0.0 when there
+    is no gold decision.
     """
     if not gold:
         return 0.0
-    right = sum(maintenance_correct(predicted.get(t), g) for t, g in gold.items())
+    right = sum(maintenance_correct(predicted.get(t, unjudged), g) for t, g in gold.items())
     return right / len(gold)
 
 
