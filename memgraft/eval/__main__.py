@@ -155,6 +155,7 @@ def collab(
     """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc., validity P/R), methods x (ORR, CRR, NDCG,
     P@1, ROUGE-L, Decision F1). With no source named: the generated stream, TimeQA's val pages, SituatedQA's dev file."""
     from memgraft.collab import evaluate
+    from memgraft.collab.eval_report import print_report
     from memgraft.config import load_settings
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker
@@ -178,7 +179,7 @@ def collab(
         except ValueError as err:
             typer.echo(f"collab: {err}", err=True)
             raise typer.Exit(2)
-        evaluate.print_report(result, title, options.k)
+        print_report(result, title, options.k)
         written[title] = {"counts": dataset.counts(), "updaters": result.updaters, "validity": result.validity,
                           "methods": result.methods, "scorer_training": result.scorer_training, "info": result.info,
                           "questions": result.questions}

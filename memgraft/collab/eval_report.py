@@ -1,0 +1,70 @@
+"""The tables ``python -m memgraft.eval collab`` prints from an :class:`~memgraft.collab.evaluate.EvalReport`.
+
+Apart from the harness so that scoring and showing stay two ideas: updaters against the gold
+decisions, each bank's validity flags, methods x metrics, and the now / as-of split.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memgraft.collab.evaluate import EvalReport
+
+
+def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    if not con.is_terminal:  # piped or captured: do not squeeze the tables into 80 columns
+        con = Console(width=max(con.width, 160))
+    if report.updaters:
+        t = Table(title=f"{title}: updaters against the gold decisions")
+        for col in ("updater", "Conflict F1", "macro F1", "Maintenance Acc.", "decided / gold", "seconds"):
+            t.add_column(col, justify="left" if col == "updater" else "right")
+        for name, s in report.updaters.items():
+            t.add_row(name, f"{s['conflict_f1']:.3f}", f"{s['conflict_macro_f1']:.3f}",
+                      f"{s['maintenance_accuracy']:.3f}", f"{s['decided']}/{s['gold_decisions']}", f"{s['seconds']:.1f}")
+        con.print(t)
+    if report.validity:
+        t = Table(title=f"{title}: each bank's validity flags against the gold state")
+        for col in ("bank", "precision", "recall", "stale left valid", "valid outdated", "memories"):
+            t.add_column(col, justify="left" if col == "bank" else "right")
+        for name, v in report.validity.items():
+            t.add_row(name, f"{v['precision']:.3f}", f"{v['recall']:.3f}", str(v["stale_left_valid"]),
+                      str(v["valid_outdated"]), str(v["memories"]))
+        con.print(t)
+    t = Table(title=f"{title}: methods x metrics (test teams' questions; each method's own ranking; ORR lower is better)")
+    cols = ("ORR@5", "CRR@5", f"NDCG@{k}", "P@1", "ROUGE-L", "Decision F1", "dropped/q", "questions", "ms/q")
+    t.add_column("method")
+    for col in cols:
+        t.add_column(col, justify="right")
+
+    def cell(s: dict, key: str) -> str:
+        v = s.get(key)
+        return "-" if v is None or v != v else f"{v:.3f}"
+
+    for name, s in report.methods.items():
+        answers = f" (n={s['n_rouge_l']})" if s.get("n_rouge_l") else ""
+        t.add_row(name, cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
+                  cell(s, "rouge_l") + answers, cell(s, "decision_f1"), f"{s['dropped/q']:.2f}",
+                  str(int(s["questions"])), f"{s['ms/q']:.1f}")
+    con.print(t)
+    kinds = sorted({kind for s in report.methods.values() for kind in s.get("by_asked", {})})
+    if kinds:
+        t = Table(title=f"{title}: by when the question is asked (ORR@5 / CRR@5 / NDCG@{k} / P@1)")
+        t.add_column("method")
+        for kind in kinds:
+            t.add_column(kind, justify="right")
+        for name, s in report.methods.items():
+            t.add_row(name, *(" / ".join(cell(s.get("by_asked", {}).get(kind, {}), key)
+                                         for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1")) for kind in kinds))
+        con.print(t)
+    info = report.info
+    con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
+              f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"
+              + (" (one team: the scorer trained on the scored team's own questions)" if info.get("same_teams") else "")
+              + "; scorer training: " + ", ".join(f"{b}: {s['pairs']} pairs, loss {s['first_loss']:.3f} -> "
+                                                  f"{s['last_loss']:.3f}" for b, s in report.scorer_training.items()
+                                                  if s.get("first_loss") is not None))
