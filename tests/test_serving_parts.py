@@ -155,7 +155,9 @@ def _group(gid, day, *texts, team="lab"):
 @pytest.fixture()
 def api(tmp_path, settings):
     (tmp_path / "tokens.json").write_text(json.dumps(TOKENS))
-    s = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules"})})
+    # a hash embedder: the bundled pair judge reads MiniLM vectors, so both judges are the rules here
+    s = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules",
+                                                                                   "conflict_judge": "rules"})})
     _, serving = load_profile("local", [f"serving.banks_dir={tmp_path / 'banks'}", "serving.max_body_bytes=2048",
                                         f"serving.graphs_dir={tmp_path / 'graphs'}"])
     embedder = HashEmbedder()
