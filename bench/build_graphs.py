@@ -236,8 +236,8 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
     if ray_stats:  # a diagnostic: keep each executed dataset's Ray Data stats
         original = bg._tables
 
-        def _tables_with_stats(ds: Any) -> Any:
-            table = original(ds)
+        def _tables_with_stats(ds: Any, *args: Any) -> Any:
+            table = original(ds, *args)
             stats.append(ds.stats())
             return table
 

@@ -98,7 +98,6 @@ class PipelineSettings(_Section):
     # local profile reserves fractions; torch threads are set explicitly anyway.
     actor_cpus: float = 1.0
     task_cpus: float = 1.0
-    max_task_retries: int = 3
     # Entity and relation texts (the pass after the merge) up to this many are embedded in
     # the driver: a second actor pool's start-up and model load cost more than it saves on
     # small graphs. 0: always on the actor pool (a cluster, where the driver has no GPU).

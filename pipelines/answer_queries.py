@@ -32,6 +32,8 @@ import typer
 from memgraft.config import Settings, load_settings
 from memgraft.hgmem.methods import METHODS
 from memgraft.models.llm.base import LLM
+from memgraft.progress import Progress
+from pipelines.runtime import configure_output, init_ray
 
 log = logging.getLogger("memgraft.answer_queries")
 
@@ -146,8 +148,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     skip = done_ids(answers, retry_failed)
     todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
     log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
-    if not ray.is_initialized():
-        ray.init(configure_logging=False)
+    init_ray()
     t0 = time.perf_counter()
     engine = llm is None and settings.models.llm_backend != "openai"
     if llm is None:
@@ -161,7 +162,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     load = [0] * len(pool)  # questions in flight per worker: each new one goes to the least loaded
     counts = {"answered": 0, "failed": 0, "tokens": 0}
     queue = list(todo)
-    with answers.open("a", encoding="utf-8") as sink:
+    with answers.open("a", encoding="utf-8") as sink, Progress(f"answer ({method})", len(todo), "questions") as bar:
         while queue or pending:
             while queue and len(pending) < in_flight_cap:
                 q = queue.pop(0)
@@ -182,6 +183,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
                 sink.write(json.dumps(row, ensure_ascii=False) + "\n")
                 sink.flush()
                 counts["failed" if row.get("error") else "answered"] += 1
+                bar.advance()
                 counts["tokens"] += int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
                 if row.get("error"):
                     log.warning("question %s failed: %s", row["id"], row["error"])
@@ -204,8 +206,9 @@ def main(
     retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed questions again"),
     profile: str = typer.Option("local"),
     set_: list[str] = typer.Option([], "--set", help="section.field=value (repeatable)"),
+    verbose: bool = typer.Option(False, "--verbose", help="Ray's and the models' own INFO logs too"),
 ) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_output(verbose)
     settings = load_settings(profile, set_)
     summary = run_answers(settings, graph, questions, output, method, limit=limit, retry_failed=retry_failed,
                           workers=workers)

@@ -32,7 +32,9 @@ from memgraft.graph.extraction import Extractor
 from memgraft.graph.folder import GraphFolder, GraphFolderError
 from memgraft.models.registry import display_name
 from memgraft.models.threads import available_cpus
+from memgraft.progress import Progress
 from memgraft.text.documents import list_input_files
+from pipelines.runtime import configure_output, init_ray, ray_data_draws_bars
 from pipelines.stages import EmbedStage, ExtractStage, chunk_docs, embedding_matrix, keep_docs, read_file_rows
 
 log = logging.getLogger("memgraft.build_graphs")
@@ -59,22 +61,37 @@ class BuildReport:
         return self.new_tokens / self.seconds if self.seconds else 0.0
 
 
-def _init_ray() -> None:
-    if not ray.is_initialized():
-        # Joins RAY_ADDRESS (set by `ray job submit`) or a running `ray start` head; else starts a local Ray.
-        ray.init(log_to_driver=True, configure_logging=False)
-
-
-def _tables(ds: ray.data.Dataset) -> pa.Table:
-    refs = ds.to_arrow_refs()
-    tables = [t for t in ray.get(refs) if t.num_rows]
+def _tables(ds: ray.data.Dataset, progress: Progress, count: Callable[[pa.Table], int] | None = None) -> pa.Table:
+    """Run ``ds``, block by block as they finish: ``progress`` advances by ``count`` (rows) per block."""
+    tables = []
+    with progress:
+        for block in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            if block.num_rows:
+                tables.append(block)
+                progress.advance(count(block) if count else block.num_rows)
     return pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
 
 
+def _distinct(column: str) -> Callable[[pa.Table], int]:
+    """A block counter: how many values of ``column`` it holds that no earlier block held."""
+    seen: set[str] = set()
+
+    def count(block: pa.Table) -> int:
+        before = len(seen)
+        seen.update(block.column(column).to_pylist())
+        return len(seen) - before
+    return count
+
+
+def _stage_progress(description: str, total: int | None, unit: str) -> Progress:
+    """A Ray Data stage's line: quiet where Ray Data draws its own bars (a terminal)."""
+    return Progress(description, total, unit, enabled=not ray_data_draws_bars(), bar=False)
+
+
 def _actor_args(settings: Settings, size: int) -> dict[str, Any]:
+    # Retries are Ray Data's: an actor that dies is restarted and its tasks run again.
     p = settings.pipeline
-    return {"compute": ray.data.ActorPoolStrategy(size=size), "num_cpus": p.actor_cpus, "batch_format": "pyarrow",
-            "max_task_retries": p.max_task_retries}
+    return {"compute": ray.data.ActorPoolStrategy(size=size), "num_cpus": p.actor_cpus, "batch_format": "pyarrow"}
 
 
 def _embed_dim(settings: Settings) -> int:
@@ -94,7 +111,7 @@ def read_stage(settings: Settings, input_path: str) -> pa.Table:
     blocks = settings.pipeline.read_tasks or min(len(items), available_cpus() * 2)
     ds = ray.data.from_items(items, override_num_blocks=blocks).flat_map(
         read_file_rows, fn_kwargs={"max_mb": settings.pipeline.max_document_mb}, num_cpus=settings.pipeline.task_cpus)
-    return _tables(ds)
+    return _tables(ds, _stage_progress("read", None, "documents"))
 
 
 def _dedupe(read: pa.Table) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
@@ -137,7 +154,7 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
                             **_actor_args(settings, p.extract_actors))
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
                         **_actor_args(settings, p.embed_actors))
-    return _tables(ds)
+    return _tables(ds, _stage_progress("chunk, extract, embed chunks", len(doc_ids), "documents"), _distinct("doc_id"))
 
 
 def embed_texts(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
@@ -158,12 +175,18 @@ def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
     if len(texts) <= p.driver_embed_max_texts:  # small graph: no second actor pool to start
         from memgraft.models.embedder import load_embedder
 
-        return np.asarray(load_embedder(settings).encode(texts), np.float32).reshape(-1, dim)
+        embedder, step = load_embedder(settings), max(1, p.embed_batch_size)
+        vecs = np.empty((len(texts), dim), np.float32)
+        with Progress("embed entities and relations", len(texts), "texts") as bar:
+            for i in range(0, len(texts), step):
+                vecs[i:i + step] = np.asarray(embedder.encode(texts[i:i + step]), np.float32).reshape(-1, dim)
+                bar.advance(len(texts[i:i + step]))
+        return vecs
     blocks = max(1, min(len(texts) // p.embed_batch_size + 1, available_cpus() * 4))
     ds = ray.data.from_arrow(pa.table({"row": np.arange(len(texts)), "text": texts})).repartition(blocks)
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
                         **_actor_args(settings, p.embed_actors))
-    out = _tables(ds)
+    out = _tables(ds, _stage_progress("embed entities and relations", len(texts), "texts"))
     order = np.argsort(out.column("row").to_numpy())
     return embedding_matrix(out, dim)[order]
 
@@ -181,7 +204,7 @@ def run_build(
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     deletes = list(deletes or [])
-    _init_ray()
+    init_ray()
     folder = GraphFolder(output)
     incremental = append or bool(deletes)
     old = folder.read() if incremental and folder.exists() else None
@@ -234,7 +257,11 @@ def run_build(
     timings["embed_graph"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    indexes = {kind: vector_index.build_index(graph.vectors[kind], settings.index) for kind in graph.vectors}
+    indexes = {}
+    with Progress("index", sum(len(v) for v in graph.vectors.values()), "vectors") as bar:
+        for kind, vectors in graph.vectors.items():
+            indexes[kind] = vector_index.build_index(vectors, settings.index)
+            bar.advance(len(vectors))
     timings["index"] = time.perf_counter() - t
     new_tokens = int(sum(processed.column("n_tokens").to_pylist()))
     timings["total"] = time.perf_counter() - t0
@@ -315,8 +342,9 @@ def main(
     delete: list[str] = typer.Option([], "--delete", help="remove a document (repeatable)"),
     profile: str = typer.Option("local", "--profile", help="configs/<profile>.yaml or a YAML path"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
+    verbose: bool = typer.Option(False, "--verbose", help="Ray's, Ray Data's and the models' own INFO logs too"),
 ) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_output(verbose)
     if input is None and not delete:
         raise typer.BadParameter("give --input, --delete, or both")
     settings = load_settings(profile, set_)

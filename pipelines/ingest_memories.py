@@ -42,6 +42,8 @@ import typer
 from memgraft.collab.ingest import StreamError, TeamStats, read_stream
 from memgraft.config import Settings, load_settings
 from memgraft.models.threads import available_cpus
+from memgraft.progress import Progress
+from pipelines.runtime import configure_output, init_ray
 
 log = logging.getLogger("memgraft.ingest_memories")
 
@@ -92,21 +94,15 @@ class IngestWorker:
         return ingest_team(self.updater, groups)
 
 
-def _init_ray(address: str | None) -> None:
-    if ray.is_initialized():
-        return
-    # None joins RAY_ADDRESS (set by `ray job submit`) or a running head, else starts a local Ray;
-    # "local" always starts a new local one; "auto" needs a running cluster.
-    ray.init(address=address, log_to_driver=True, configure_logging=False)
-
-
 def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, ray_address: str | None = None,
                policy_factory: PolicyFactory | None = None) -> dict[str, Any]:
     """Ingest every team's groups not yet in ``bank``; returns the summary (per team in ``teams``)."""
     t0 = time.perf_counter()
     parsed = read_stream(stream)  # raises StreamError before anything is written
     teams = sorted(parsed.teams, key=lambda t: (-len(parsed.teams[t]), t))  # largest first: the pool ends together
-    _init_ray(ray_address)
+    # None joins RAY_ADDRESS (set by `ray job submit`) or a running head, else starts a local Ray;
+    # "local" always starts a new local one; "auto" needs a running cluster.
+    init_ray(ray_address)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     n = max(1, min(workers or cpus, len(teams) or 1))
     threads = settings.models.torch_threads or max(1, cpus // n)
@@ -121,22 +117,24 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
     results: list[TeamStats] = []
     queue, pending = list(teams), {}
     free = list(range(n))
-    while queue or pending:
-        while queue and free:
-            team, i = queue.pop(0), free.pop(0)
-            pending[pool[i].ingest.remote(parsed.teams[team])] = (team, i)
-        [ref], _ = ray.wait(list(pending), num_returns=1)
-        team, i = pending.pop(ref)
-        free.append(i)
-        try:
-            stats = ray.get(ref)
-        except ray.exceptions.RayError as err:  # the worker died: that team stops; a rerun resumes it
-            stats = TeamStats(team=team, groups=len(parsed.teams[team]), error=f"worker failed: {err}")
-        results.append(stats)
-        level = logging.WARNING if stats.error else logging.INFO
-        log.log(level, "team %s: %d applied, %d skipped of %d groups, %d decisions, %d revisions%s", team,
-                stats.applied, stats.skipped, stats.groups, stats.decisions, stats.revisions,
-                f"; stopped at {stats.failed_group}: {stats.error}" if stats.error else "")
+    with Progress("ingest", len(teams), "teams") as bar:
+        while queue or pending:
+            while queue and free:
+                team, i = queue.pop(0), free.pop(0)
+                pending[pool[i].ingest.remote(parsed.teams[team])] = (team, i)
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            team, i = pending.pop(ref)
+            free.append(i)
+            try:
+                stats = ray.get(ref)
+            except ray.exceptions.RayError as err:  # the worker died: that team stops; a rerun resumes it
+                stats = TeamStats(team=team, groups=len(parsed.teams[team]), error=f"worker failed: {err}")
+            results.append(stats)
+            bar.advance()
+            level = logging.WARNING if stats.error else logging.INFO
+            log.log(level, "team %s: %d applied, %d skipped of %d groups, %d decisions, %d revisions%s", team,
+                    stats.applied, stats.skipped, stats.groups, stats.decisions, stats.revisions,
+                    f"; stopped at {stats.failed_group}: {stats.error}" if stats.error else "")
     for w in pool:
         ray.kill(w)
     end = time.perf_counter()
@@ -200,8 +198,9 @@ def main(
                                               "RAY_ADDRESS or a running head, else a new local Ray)"),
     profile: str = typer.Option("local", "--profile", help="configs/<profile>.yaml or a YAML path"),
     set_: list[str] = typer.Option([], "--set", help="override a setting: section.field=value (repeatable)"),
+    verbose: bool = typer.Option(False, "--verbose", help="Ray's and the models' own INFO logs too"),
 ) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_output(verbose)
     overrides = list(set_) + ([f"hicomer.updater_policy={policy}"] if policy else [])
     settings = load_settings(profile, overrides)
     try:

@@ -31,6 +31,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
+from memgraft.progress import Progress
 from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load,
                              storage_path, write_json)
 
@@ -64,16 +65,18 @@ def judge_loop(config: dict[str, Any]) -> None:
             state = torch.load(Path(d) / STATE_FILE, map_location="cpu", weights_only=True)
         judge.load_state_dict(state["judge"])
         start = int(state["epoch"])
-    for epoch in range(start, epochs):
-        # one epoch at a time, seeded by epoch: a resumed run continues as an uninterrupted one would
-        [loss] = train_judge(judge, data, epochs=1, lr=LR * (1 - epoch / epochs), batch_size=BATCH,
-                             seed=settings.training.seed * 100_003 + epoch)
-        with tempfile.TemporaryDirectory() as tmp:
-            if rank == 0:
-                torch.save({"judge": judge.state_dict(), "epoch": epoch + 1}, Path(tmp) / STATE_FILE)
-                save_judge(judge, Path(tmp) / JUDGE_FILE)
-            ray.train.report({"epoch": epoch + 1, "loss": loss, "resumed_from_epoch": start},
-                             checkpoint=ray.train.Checkpoint.from_directory(tmp) if rank == 0 else None)
+    with Progress("train the pair judge", epochs - start, "epochs", enabled=rank == 0) as bar:
+        for epoch in range(start, epochs):
+            # one epoch at a time, seeded by epoch: a resumed run continues as an uninterrupted one would
+            [loss] = train_judge(judge, data, epochs=1, lr=LR * (1 - epoch / epochs), batch_size=BATCH,
+                                 seed=settings.training.seed * 100_003 + epoch)
+            with tempfile.TemporaryDirectory() as tmp:
+                if rank == 0:
+                    torch.save({"judge": judge.state_dict(), "epoch": epoch + 1}, Path(tmp) / STATE_FILE)
+                    save_judge(judge, Path(tmp) / JUDGE_FILE)
+                ray.train.report({"epoch": epoch + 1, "loss": loss, "resumed_from_epoch": start},
+                                 checkpoint=ray.train.Checkpoint.from_directory(tmp) if rank == 0 else None)
+            bar.advance()
 
 
 def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings: Settings, work: Path) -> dict[str, Any]:

@@ -34,6 +34,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
+from memgraft.progress import Progress
 from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, storage_path, write_json)
 
 RUN_NAME = "validity-scorer"
@@ -68,19 +69,22 @@ def validity_loop(config: dict[str, Any]) -> None:
         optimizer.load_state_dict(state["optimizer"])
         start = int(state["epoch"])
     model = prepare_model(scorer)  # DDP across workers (gloo on CPUs), the module itself for one worker
-    for epoch in range(start, h.validity_epochs):
-        torch.manual_seed(t.seed * 100_003 + epoch)  # dropout masks: the same whether or not the run resumed
-        shuffle = torch.Generator().manual_seed(t.seed * 100_003 + epoch)
-        losses = [(train_step(model, optimizer, b), len(b)) for b in batches(shard, h.validity_batch_size, shuffle)]
-        metrics = {"epoch": epoch + 1, "loss": sum(l * n for l, n in losses) / max(1, len(shard)),
-                   "resumed_from_epoch": start}
-        with tempfile.TemporaryDirectory() as tmp:
-            if ctx.get_world_rank() == 0:
-                torch.save({"scorer": scorer.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1},
-                           Path(tmp) / STATE_FILE)
-                save_scorer(scorer, Path(tmp) / SCORER_FILE)
-            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp)
-                             if ctx.get_world_rank() == 0 else None)
+    with Progress("train the validity scorer", h.validity_epochs - start, "epochs",
+                  enabled=ctx.get_world_rank() == 0) as bar:
+        for epoch in range(start, h.validity_epochs):
+            torch.manual_seed(t.seed * 100_003 + epoch)  # dropout masks: the same whether or not the run resumed
+            shuffle = torch.Generator().manual_seed(t.seed * 100_003 + epoch)
+            losses = [(train_step(model, optimizer, b), len(b)) for b in batches(shard, h.validity_batch_size, shuffle)]
+            metrics = {"epoch": epoch + 1, "loss": sum(l * n for l, n in losses) / max(1, len(shard)),
+                       "resumed_from_epoch": start}
+            with tempfile.TemporaryDirectory() as tmp:
+                if ctx.get_world_rank() == 0:
+                    torch.save({"scorer": scorer.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1},
+                               Path(tmp) / STATE_FILE)
+                    save_scorer(scorer, Path(tmp) / SCORER_FILE)
+                ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(tmp)
+                                 if ctx.get_world_rank() == 0 else None)
+            bar.advance()
 
 
 def retrieval_metrics(bank: Any, embedder: Any, reranker: Any, scorer: Any, settings: Settings,

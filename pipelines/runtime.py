@@ -1,0 +1,72 @@
+"""How the pipelines start Ray and what reaches the terminal.
+
+Our own log lines (``memgraft.*``) at INFO; everyone else's (Ray, Ray Data,
+transformers, sentence-transformers) at WARNING or above, unless ``--verbose``.
+Quiet also means:
+
+- no weight-loading bars from transformers in the driver or the local workers;
+- in a terminal, Ray Data draws its own progress bars; elsewhere (a log file, CI, ``ray
+  job submit``) they are off and each stage prints one progress line every few seconds
+  (:mod:`memgraft.progress`) instead of Ray Data's multi-line block every 10 s.
+
+One line stays, from Ray's C++ core in the driver, once per run that starts a Ray Data
+actor pool: "MapWorker(...) has constructor arguments in the object store and
+max_restarts > 0" (ray-project/ray#53727). It is not about an argument of ours (the
+stages receive only ``Settings``, about 3 KB): Ray Data itself hands every pool's map
+function to its actors as a ``ray.put`` reference and restarts actors forever, and it
+holds that reference for the whole run, so a restart can always read it. Only
+``max_restarts=0`` would silence it, and Ray 2.60 takes that only through the deprecated
+``ray_remote_args``; lowering the C++ log level instead makes every Ray process print a
+line saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import ray
+import ray.data
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+_verbose = False
+
+
+def configure_output(verbose: bool = False) -> None:
+    """Logging and progress for a pipeline's command line; call before Ray starts."""
+    global _verbose
+    _verbose = verbose
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format=LOG_FORMAT, force=True)
+    logging.getLogger("memgraft").setLevel(logging.INFO)
+    if verbose:
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in ("ray", "ray.data", "ray.train", "ray.tune", "ray.serve"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # Ray Data says once, at WARNING, that its bars are off: we turned them off on purpose.
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:
+        pass
+
+
+def ray_data_draws_bars() -> bool:
+    """True where Ray Data's own progress bars are on (a terminal): our line per stage then stays quiet."""
+    return sys.stdout.isatty() and ray.data.DataContext.get_current().enable_progress_bars
+
+
+def init_ray(address: str | None = None, **kwargs: Any) -> None:
+    """Join ``address`` (None: RAY_ADDRESS or a running head, else a new local Ray) unless Ray is up."""
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=True, configure_logging=False, **kwargs)
+    ctx = ray.data.DataContext.get_current()
+    if not _verbose and not sys.stdout.isatty():
+        ctx.enable_progress_bars = False
