@@ -27,7 +27,8 @@ tokens instead, the way the transformers backend does (the chat template with
 the generation prompt, then the answer's tokens).
 
 ``GET /stats`` reports requests served, the peak number waiting at once and
-counts per schema. Use it as a context manager; it runs in a background thread
+counts per schema. With ``hold=N`` a request waits until N wait at once (or ``delay_s``
+passes) rather than for ``delay_s``: a test of concurrency then counts, never times. Use it as a context manager; it runs in a background thread
 (``Standin(process=False)``) or a subprocess (``process=True``, so its CPU work
 takes no GIL from the caller), stops on exit, and stops by itself after
 ``max_seconds`` (a bound, in case the caller forgets). As a script:
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -218,8 +220,8 @@ class _Counter:
 
 
 class _State:
-    def __init__(self, delay_s: float, tokenizer: str | None = None):
-        self.delay_s = delay_s
+    def __init__(self, delay_s: float, tokenizer: str | None = None, hold: int = 0):
+        self.delay_s, self.hold, self.held = delay_s, hold, asyncio.Event()
         self.count = _Counter(tokenizer)
         self.requests = 0
         self.waiting = 0
@@ -229,8 +231,8 @@ class _State:
         self.last_at: float | None = None
 
 
-def make_app(delay_s: float, tokenizer: str | None = None) -> web.Application:
-    state = _State(delay_s, tokenizer)
+def make_app(delay_s: float, tokenizer: str | None = None, hold: int = 0) -> web.Application:
+    state = _State(delay_s, tokenizer, hold)
 
     async def chat(request: web.Request) -> web.Response:
         body = await request.json()
@@ -241,8 +243,14 @@ def make_app(delay_s: float, tokenizer: str | None = None) -> web.Application:
         state.first_at = state.first_at or time.time()
         state.waiting += 1
         state.peak_waiting = max(state.peak_waiting, state.waiting)
+        if state.hold and state.waiting >= state.hold:
+            state.held.set()
         try:
-            await asyncio.sleep(state.delay_s)
+            if state.hold:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(state.held.wait(), state.delay_s)
+            else:
+                await asyncio.sleep(state.delay_s)
         finally:
             state.waiting -= 1
         kind, value = answer_for(schema, messages)
@@ -278,8 +286,8 @@ def make_app(delay_s: float, tokenizer: str | None = None) -> web.Application:
 
 
 async def _serve(delay_s: float, port: int, ready: Any, stop: asyncio.Event, max_seconds: float,
-                 tokenizer: str | None = None) -> None:
-    runner = web.AppRunner(make_app(delay_s, tokenizer), access_log=None)
+                 tokenizer: str | None = None, hold: int = 0) -> None:
+    runner = web.AppRunner(make_app(delay_s, tokenizer, hold), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096)
     await site.start()
@@ -296,8 +304,8 @@ class Standin:
     """``with Standin(delay_s=0.5) as s: s.base_url`` -> ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(self, delay_s: float = 0.5, *, process: bool = False, max_seconds: float = 3600.0,
-                 start_timeout_s: float = 60.0, tokenizer: str | None = None):
-        self.delay_s = delay_s
+                 start_timeout_s: float = 60.0, tokenizer: str | None = None, hold: int = 0):
+        self.delay_s, self.hold = delay_s, hold
         self.tokenizer = tokenizer
         self.process = process
         self.max_seconds = max_seconds
@@ -325,7 +333,7 @@ class Standin:
     def __enter__(self) -> "Standin":
         if self.process:
             self._proc = subprocess.Popen(
-                [sys.executable, str(Path(__file__).resolve()), "--delay", str(self.delay_s),
+                [sys.executable, str(Path(__file__).resolve()), "--delay", str(self.delay_s), "--hold", str(self.hold),
                  "--max-seconds", str(self.max_seconds), *(["--tokenizer", self.tokenizer] if self.tokenizer else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             line = self._proc.stdout.readline()  # type: ignore[union-attr]
@@ -347,7 +355,7 @@ class Standin:
             self._stop = asyncio.Event()
             try:
                 self._loop.run_until_complete(
-                    _serve(self.delay_s, 0, ready, self._stop, self.max_seconds, self.tokenizer))
+                    _serve(self.delay_s, 0, ready, self._stop, self.max_seconds, self.tokenizer, self.hold))
             except BaseException as err:  # noqa: BLE001 - handed to the caller below
                 failed.append(err)
                 got.set()
@@ -378,6 +386,7 @@ class Standin:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--delay", type=float, default=0.5, help="seconds every answer waits")
+    parser.add_argument("--hold", type=int, default=0, help="answer once this many wait at once (--delay: at most)")
     parser.add_argument("--port", type=int, default=0, help="0: a free port")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop by itself after this long")
     parser.add_argument("--tokenizer", default=None, help="count usage in this tokenizer's tokens (a folder)")
@@ -395,7 +404,7 @@ def main(argv: list[str] | None = None) -> None:
             loop.call_soon_threadsafe(stop.set)
 
         threading.Thread(target=watch_stdin, daemon=True).start()
-        await _serve(args.delay, args.port, ready, stop, args.max_seconds, args.tokenizer)
+        await _serve(args.delay, args.port, ready, stop, args.max_seconds, args.tokenizer, args.hold)
 
     asyncio.run(run())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -11,23 +10,31 @@ import pytest
 
 from memgraft.models.batching import BatchingEmbedder
 from tests.doubles import HashEmbedder
+from tests.waiting import DEADLINE_S, wait_until
 
 
-class SlowHashEmbedder(HashEmbedder):
-    """Holds the model for a moment so that callers pile up behind it."""
+class GatedHashEmbedder(HashEmbedder):
+    """The first model call holds the model until ``gate`` is set, so that every other caller queues behind it."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
 
     def encode(self, texts):
-        time.sleep(0.02)
+        assert self.gate.wait(DEADLINE_S)
         return super().encode(texts)
 
 
 def test_concurrent_calls_are_coalesced_and_answered_exactly():
-    inner = SlowHashEmbedder()
+    inner = GatedHashEmbedder()
     batcher = BatchingEmbedder(inner, max_texts=16)
     texts = [[f"question {i} about river {i % 7}"] * (1 + i % 3) for i in range(60)]
     texts[5] = list(texts[4])  # two callers with identical texts stay two callers
-    with ThreadPoolExecutor(24) as pool:
-        got = list(pool.map(batcher.encode, texts))
+    with ThreadPoolExecutor(len(texts)) as pool:
+        futures = [pool.submit(batcher.encode, t) for t in texts]
+        wait_until(lambda: len(batcher._queue) == len(texts) - 1, "59 callers queued behind the first")
+        inner.gate.set()
+        got = [f.result() for f in futures]
     reference = HashEmbedder()
     for mine, vectors in zip(texts, got):
         assert np.array_equal(vectors, reference.encode(mine))
@@ -52,7 +59,7 @@ def test_a_model_error_reaches_every_caller_in_the_batch_and_the_next_call_works
             self.fail = True
 
         def encode(self, texts):
-            self.gate.wait(5)
+            assert self.gate.wait(DEADLINE_S)
             if self.fail:
                 raise RuntimeError("model broke")
             return super().encode(texts)
@@ -70,11 +77,12 @@ def test_a_model_error_reaches_every_caller_in_the_batch_and_the_next_call_works
     threads = [threading.Thread(target=call, args=(f"t{i}",)) for i in range(5)]
     for t in threads:
         t.start()
-    time.sleep(0.1)
+    wait_until(lambda: len(batcher._queue) == 4, "4 callers queued behind the first")
     inner.gate.set()
     for t in threads:
-        t.join(5)
+        t.join(DEADLINE_S)
     assert errors == ["model broke"] * 5
+    assert batcher.model_calls == 2  # the first alone, then the 4 queued ones in one call
     inner.fail = False
     assert batcher.encode(["fine"]).shape == (1, 64)
 

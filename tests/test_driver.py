@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import cloudpickle
 import pytest
@@ -14,6 +13,7 @@ import pytest
 import tests.doubles
 from tests.conftest import REPO
 from tests.doubles import HGMemScript, ScriptedLLM
+from tests.waiting import DEADLINE_S, gate, pass_gate, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -71,38 +71,43 @@ def test_driver_answers_every_question_once(slice_graph, settings, questions, tm
 
 
 RUNNER = """
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, {repo!r})
 import cloudpickle, tests.doubles
 from memgraft.config import load_settings
 from pipelines.answer_queries import run_answers
 from tests.doubles import HGMemScript, ScriptedLLM
 cloudpickle.register_pickle_by_value(tests.doubles)
+HOLD, FIRST = sys.argv[4], {first!r}
 
-class Slow(HGMemScript):
+class Held(HGMemScript):
+    \"\"\"While the HOLD file exists, every question but the first two waits: the driver is killed there.\"\"\"
     def __call__(self, request):
-        time.sleep(0.3)
+        while os.path.exists(HOLD) and not any(q in request.messages[-1]["content"] for q in FIRST):
+            time.sleep(0.05)
         return super().__call__(request)
 
 s = load_settings("local", ["hgmem.max_in_flight=1"])
-print(json.dumps(run_answers(s, sys.argv[1], sys.argv[2], sys.argv[3], "hgmem", llm=ScriptedLLM(Slow()))))
+print(json.dumps(run_answers(s, sys.argv[1], sys.argv[2], sys.argv[3], "hgmem", llm=ScriptedLLM(Held()))))
 """
 
 
 def test_killed_driver_resumes_without_duplicates(slice_graph, questions, tmp_path):
     script = tmp_path / "runner.py"
-    script.write_text(RUNNER.format(repo=str(REPO)))
-    out = tmp_path / "run"
-    args = [sys.executable, str(script), str(slice_graph[0]), str(questions), str(out)]
+    script.write_text(RUNNER.format(repo=str(REPO), first=QUESTIONS[:2]))
+    out, hold = tmp_path / "run", tmp_path / "hold"
+    hold.touch()
+    args = [sys.executable, str(script), str(slice_graph[0]), str(questions), str(out), str(hold)]
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     answers = out / "answers.jsonl"
-    deadline = time.time() + 300
-    while time.time() < deadline and (not answers.exists() or len(answers.read_text().splitlines()) < 2):
-        time.sleep(0.5)
+    # One question at a time, in order: two answered, the third held until the kill.
+    wait_until(lambda: answers.exists() and len(answers.read_text().splitlines()) >= 2 or proc.poll() is not None,
+               "two answers written", deadline_s=300)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    hold.unlink()
     done_before = len(answers.read_text().splitlines())
-    assert 2 <= done_before < len(QUESTIONS)
+    assert done_before == 2
     with answers.open("a") as f:  # as if killed in the middle of writing a line
         f.write('{"id": "q5", "answ')
     finished = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -147,27 +152,33 @@ def test_a_timed_out_engine_call_is_cancelled_before_it_is_decoded(ray_local, se
     from memgraft.models.llm.base import ChatRequest, Completion
     from pipelines.engine import EngineClient, LLMEngine
 
-    class SlowLLM:
-        name = "slow"
+    class HeldLLM:
+        """Decodes nothing until the test opens the gate."""
 
-        def __init__(self):
+        name = "held"
+
+        def __init__(self, gate):
+            self.gate = gate
             self.seen: list[str] = []  # what was decoded (inside the actor; read back below)
 
         def generate(self, requests):
             self.seen += [r.messages[-1]["content"] for r in requests]
-            time.sleep(1.5)
+            pass_gate(self.gate)
             return [Completion(text="{}", prompt_tokens=1, completion_tokens=1) for _ in requests]
 
     s = settings.model_copy(deep=True)
     s.models.llm_batch_size = 8
-    engine = LLMEngine.options(num_cpus=0, max_concurrency=16).remote(s, 5.0, SlowLLM())
-    assert ray.get(engine.name.remote()) == "slow"  # started: the timings below are the engine's, not its start-up
-    patient = EngineClient(engine, "slow", timeout_s=30)
-    hasty = EngineClient(engine, "slow", timeout_s=0.3)
+    held = gate()
+    engine = LLMEngine.options(num_cpus=0, max_concurrency=16).remote(s, 5.0, HeldLLM(held))
+    patient = EngineClient(engine, "held", timeout_s=DEADLINE_S)
+    hasty = EngineClient(engine, "held", timeout_s=0.3)
     first = patient.handle.generate.remote([ChatRequest([{"role": "user", "content": "first"}])])
-    time.sleep(0.3)  # "first" is decoding now
-    with pytest.raises(TimeoutError, match="cancelled"):
+    wait_until(lambda: ray.get(held.count.remote()) == 1, '"first" is decoding')
+    with pytest.raises(TimeoutError, match="cancelled"):  # the engine is held: this call can only time out
         hasty.generate([ChatRequest([{"role": "user", "content": "too late"}])])
+    wait_until(lambda: ray.get(engine.__ray_call__.remote(lambda self: all(f.done() for _, f in self.queue._queue))),
+               '"too late" cancelled in the queue')
+    ray.get(held.open.remote())
     assert ray.get(first)[0].text == "{}"
     assert patient.generate([ChatRequest([{"role": "user", "content": "next"}])])[0].text == "{}"
     decoded = ray.get(engine.__ray_call__.remote(lambda self: self.llm.seen))

@@ -20,6 +20,7 @@ import pytest
 
 import tests.doubles
 from tests.doubles import HGMemScript, ScriptedLLM
+from tests.waiting import find_gate, gate, pass_gate, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +28,7 @@ APP = "memgraft-test"
 TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
 LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
 QUESTION = "Who published the Journal of Psychotherapy Integration?"
+SLOW_GATE = "serving-slow-requests"
 
 
 class ServingScript(HGMemScript):
@@ -34,7 +36,7 @@ class ServingScript(HGMemScript):
 
     def __call__(self, request):
         if "slow:" in request.messages[-1]["content"]:
-            time.sleep(6)  # long enough to kill the replica in the middle of it
+            pass_gate(find_gate(SLOW_GATE))  # held inside the replica until the test has killed it
         title = (request.json_schema or {}).get("title")
         if title == "CollabAnswer":
             return json.dumps({"answer": "We use qPCR."})
@@ -269,6 +271,8 @@ def _until_ok(send, seconds: float = 120.0) -> httpx.Response:
 
 
 def test_a_replica_killed_mid_request_is_replaced(client, lab_bank):
+    import ray
+
     slow_chat = ("/v1/chat/completions", {"messages": [{"role": "user", "content": "slow: take your time"}]})
     slow_query = ("/v1/graphs/slice/query", {"question": "slow: " + QUESTION, "method": "naive"})
     in_flight: dict[str, httpx.Response | Exception] = {}
@@ -279,11 +283,15 @@ def test_a_replica_killed_mid_request_is_replaced(client, lab_bank):
         except httpx.HTTPError as err:
             in_flight[path] = err
 
+    held = gate(SLOW_GATE)
     threads = [threading.Thread(target=ask, args=req) for req in (slow_chat, slow_query)]
     for t in threads:
         t.start()
-    time.sleep(2.5)  # both requests are now sleeping inside the LLM replica
+    # A slow request is held inside the LLM replica (the other is held or queued behind it, one batch at a
+    # time, or on its way: either way a lost replica must answer it 200 or 503).
+    wait_until(lambda: ray.get(held.count.remote()) >= 1, "a slow request inside the LLM replica")
     killed = _kill("llm")
+    ray.get(held.open.remote())  # what Serve retries on the new replica goes through
     for t in threads:
         t.join(timeout=120)
     for path, lost in in_flight.items():  # a lost replica is "retry" (503), never a model error or a bug
