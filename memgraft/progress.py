@@ -9,7 +9,9 @@ file, CI, a Ray worker's forwarded output) one line at most every
             ...
             bar.advance(len(batch))
 
-Both go to stderr, so a command's results on stdout stay clean.
+A stage whose items each take minutes (an HGMem question on a CPU) calls ``tick()``
+while it waits: off a terminal that prints the count at most every ``heartbeat_s``, so
+a long wait still says it is alive. Both go to stderr, so results on stdout stay clean.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from typing import Callable, TextIO
 
 INTERVAL_S = 5.0
+HEARTBEAT_S = 30.0
 
 
 def _duration(seconds: float) -> str:
@@ -30,10 +33,11 @@ class Progress:
     """A counter with a bar on a TTY, else throttled lines; ``enabled=False`` prints nothing."""
 
     def __init__(self, description: str, total: int | None = None, unit: str = "items", *,
-                 interval_s: float = INTERVAL_S, stream: TextIO | None = None, enabled: bool = True,
+                 interval_s: float = INTERVAL_S, heartbeat_s: float = HEARTBEAT_S,
+                 stream: TextIO | None = None, enabled: bool = True,
                  bar: bool | None = None, clock: Callable[[], float] = time.monotonic):
         self.description, self.total, self.unit = description, total, unit
-        self.interval_s, self.enabled, self.clock = interval_s, enabled, clock
+        self.interval_s, self.heartbeat_s, self.enabled, self.clock = interval_s, heartbeat_s, enabled, clock
         self.stream = stream or sys.stderr
         self.bar = enabled and (bar if bar is not None else self.stream.isatty())
         self.done = 0
@@ -62,6 +66,11 @@ class Progress:
         elif self.enabled and self.clock() - self._last >= self.interval_s:
             self._line()
 
+    def tick(self) -> None:
+        """Nothing finished yet: a line anyway once ``heartbeat_s`` has passed without one (a bar redraws itself)."""
+        if self._rich is None and self.enabled and self.clock() - self._last >= max(self.interval_s, self.heartbeat_s):
+            self._line()
+
     def __exit__(self, *exc: object) -> None:
         if self._rich is not None:
             self._rich.stop()
@@ -73,7 +82,10 @@ class Progress:
         elapsed = self.clock() - self._start
         of = f"/{self.total:,}" if self.total is not None else ""
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
-        rate = f", {self.done / elapsed:,.1f} {self.unit}/s" if elapsed > 0 and self.done else ""
+        rate = ""
+        if elapsed > 0 and self.done:  # items of minutes each read better as time per item
+            per_s = self.done / elapsed
+            rate = f", {per_s:,.1f} {self.unit}/s" if per_s >= 1 else f", {_duration(1 / per_s)} each"
         left = ""
         if self.total and self.done and self.done < self.total and elapsed > 0:
             left = f", about {_duration((self.total - self.done) * elapsed / self.done)} left"

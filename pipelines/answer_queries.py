@@ -169,7 +169,10 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
                 i = min(range(len(pool)), key=load.__getitem__)
                 load[i] += 1
                 pending[pool[i].answer.remote(q, method, str(out / "traces"))] = (q, i)
-            ready, rest = ray.wait(list(pending), num_returns=1)
+            ready, rest = ray.wait(list(pending), num_returns=1, timeout=bar.interval_s)
+            if not ready:  # questions take minutes on a CPU: say the run is alive
+                bar.tick()
+                continue
             if rest:  # and every other answer already in: one pass over the in-flight refs per burst, not per answer
                 ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
@@ -187,6 +190,9 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
                 counts["tokens"] += int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
                 if row.get("error"):
                     log.warning("question %s failed: %s", row["id"], row["error"])
+    if engine:  # ours: stop it, so the rest of a run (the demo) has its CPU back
+        ray.get(llm.handle.close.remote())
+        ray.kill(llm.handle)
     seconds = time.perf_counter() - t0
     return {**counts, "skipped": len(skip), "workers": workers, "seconds": round(seconds, 2),
             "questions_per_s": round(len(todo) / seconds, 3) if seconds else 0.0, "output": str(answers)}

@@ -28,6 +28,7 @@ class LLMEngine:
         self.batch_size = max(1, settings.models.llm_batch_size)
         self.wait_s = batch_wait_ms / 1000
         self.queue: asyncio.Queue | None = None
+        self.loop_task: asyncio.Task | None = None
         self.batches = 0
         self.requests = 0
 
@@ -38,10 +39,15 @@ class LLMEngine:
         return {"batches": self.batches, "requests": self.requests,
                 "mean_batch": self.requests / self.batches if self.batches else 0.0}
 
+    async def close(self) -> None:
+        """Stop the batching loop (an actor killed with it running prints "Task was destroyed")."""
+        if self.loop_task is not None:
+            self.loop_task.cancel()
+
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         if self.queue is None:
             self.queue = asyncio.Queue()
-            asyncio.get_running_loop().create_task(self._loop())
+            self.loop_task = asyncio.get_running_loop().create_task(self._loop())
         futures = []
         for r in requests:
             fut = asyncio.get_running_loop().create_future()

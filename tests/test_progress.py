@@ -53,3 +53,16 @@ def test_a_terminal_gets_a_bar_not_lines():
     with Progress("bar", total=2, stream=out, bar=True) as bar:
         bar.advance(2)
     assert " - done" not in out.getvalue() and bar.done == 2
+
+
+def test_a_long_wait_prints_a_heartbeat_not_a_line_per_tick():
+    clock, out = Clock(), io.StringIO()
+    with Progress("answer", total=3, unit="questions", interval_s=5.0, heartbeat_s=30.0, stream=out,
+                  clock=clock) as bar:
+        for _ in range(12):  # a minute of ticks every 5 s, nothing finished
+            clock.now += 5.0
+            bar.tick()
+        bar.advance()
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["answer: 0/3 questions (0%), 30s elapsed", "answer: 0/3 questions (0%), 1m00s elapsed"]
+    assert len(lines) == 3 and lines[-1].endswith(" - done")
