@@ -7,6 +7,8 @@ STAMP   = $(VENV)/.memgraft-installed
 DATA   ?= ../shared/data
 OUT    ?= out
 PROFILE ?= local
+DEMO_PASSAGES ?= 200  # the demo indexes this many MuSiQue passages (0: all); `make bench` takes the whole corpus
+DEMO_ASK ?= 3  # and asks HGMem this many of their questions
 export DS_BUILD_OPS = 0
 export HF_HUB_OFFLINE = 1
 export TRANSFORMERS_OFFLINE = 1
@@ -31,7 +33,7 @@ $(STAMP): pyproject.toml
 demo: install
 	$(PY) pipelines/demo.py --corpus $(DATA)/musique/musique_train_corpus.json \
 		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --answers $(OUT)/demo-answers \
-		--profile $(PROFILE)
+		--profile $(PROFILE) --passages $(DEMO_PASSAGES) --ask $(DEMO_ASK)
 
 test: install
 	$(PY) -m pytest -q -x
