@@ -36,7 +36,7 @@ demo: install
 		--profile $(PROFILE) --passages $(DEMO_PASSAGES) --ask $(DEMO_ASK)
 
 test: install
-	$(PY) -m pytest -q -x
+	$(PY) -m pytest -q -x --durations=25
 
 build-graphs: install
 	$(PY) pipelines/build_graphs.py --input $(INPUT) --output $(OUTPUT) --profile $(PROFILE)

@@ -138,6 +138,11 @@ class HiCoMERSettings(_Section):
     updater_policy: Literal["judge", "rules", "llm"] = "judge"
     judge_model: str = "bundled"  # a file from `make train-updater`; "bundled": shipped for all-MiniLM-L6-v2
     judge_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # P(contradiction) from which a pair contradicts
+    # The judge's second opinion on pairs in doubt: a cross-encoder (memgraft.collab.pair_encoder) that reads
+    # both texts together. "bundled": shipped for all-MiniLM-L6-v2; a file from `make train-updater`; "": none.
+    judge_encoder: str = "bundled"
+    judge_encoder_from: float = Field(0.05, ge=0.0, le=1.0)  # the judge's P(contradiction) from which it asks
+    judge_encoder_weight: float = Field(0.5, ge=0.0, le=1.0)  # the encoder's share of the averaged probabilities
     # H_t: besides the group query's top history_top_k, each new memory's own nearest valid memories.
     # A group of many subjects' records (real streams) has a mean vector near none of them.
     history_per_memory: int = Field(5, ge=0)

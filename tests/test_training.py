@@ -201,12 +201,38 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
                "timeqa": timeqa.convert(timeqa.select_split(pages, "train")[:80])[0],
                "situatedqa": situatedqa.convert(rows)[0]}
     heldout = {"timeqa-val": timeqa.convert(timeqa.select_split(pages, "val")[:25])[0]}
-    first = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=3)
+    first = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=3, encoder=False)
     assert (first["train"]["epoch"], first["train"]["resumed_from_epoch"]) == (3, 0)
-    second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5)
+    second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5, encoder=False)
     assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (5, 3)
     before, after = second["untrained"]["timeqa-val"], second["trained"]["timeqa-val"]
     assert after["updater"]["conflict_f1"] > before["updater"]["conflict_f1"] + 0.2
     assert after["updater"]["maintenance_accuracy"] > before["updater"]["maintenance_accuracy"]
     assert after["pairs"]["f1"] > before["pairs"]["f1"]
     assert load_judge(tmp_path / "judge.pt").config.dim == 384
+
+
+def test_pair_encoder_trains_in_ray_train_in_rounds_and_resumes(ray_local, tiny, tmp_path):
+    """The judge's second opinion: LoRA adapters and a head change, a resumed run starts at the next round, and
+    the saved file loads as a working encoder. (Its held-out quality: tests/test_collab_judge.py, on the
+    bundled one, which `make train-updater SHIP=1` made with this code.)"""
+    import torch
+
+    from memgraft.collab.data import generator
+    from memgraft.collab.judge_data import dataset_pairs, symmetric
+    from memgraft.collab.pair_encoder import EncoderConfig, PairEncoder
+    from training.pair_encoder import run_encoder
+
+    pairs = symmetric(dataset_pairs(generator.generate(seed=0, teams=2, groups=4), "generated-0"))
+    storage = str(tmp_path / "ray")
+    _, first = run_encoder(tiny, pairs, storage, sample=64, rounds=1, rank=4)
+    assert (first["round"], first["resumed_from_round"]) == (1, 0)
+    model, second = run_encoder(tiny, pairs, storage, sample=64, rounds=2, rank=4)
+    assert (second["round"], second["resumed_from_round"]) == (2, 1)
+    torch.manual_seed(tiny.training.seed)
+    fresh = PairEncoder(EncoderConfig(rank=4)).trainable_state()
+    trained = model.trainable_state()
+    assert set(fresh) == set(trained)
+    assert any(not torch.equal(fresh[k], trained[k]) for k in fresh if "lora_B" in k or k.startswith("head."))
+    p = model.probabilities(["the owner of A is B"], ["the owner of A is C"])
+    assert p.shape == (1, 3) and abs(float(p.sum()) - 1.0) < 1e-5

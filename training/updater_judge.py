@@ -79,8 +79,10 @@ def judge_loop(config: dict[str, Any]) -> None:
             bar.advance()
 
 
-def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings: Settings, work: Path) -> dict[str, Any]:
-    """Per held-out dataset: pair scores, and the updater's scores when this judge maintains the stream."""
+def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings: Settings, work: Path,
+                   second: Any = None) -> dict[str, Any]:
+    """Per held-out dataset: pair scores, and the updater's scores when this judge (with ``second``, the
+    pair encoder, for the pairs in doubt) maintains the stream."""
     from memgraft.collab.evaluate import stream_groups, updater_scores, validity_state_scores
     from memgraft.collab.bank import MemoryBank
     from memgraft.collab.judge import JudgePolicy
@@ -93,11 +95,16 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
         path = work / f"bank-{name}.sqlite"
         path.unlink(missing_ok=True)
         bank = MemoryBank(path, MemoEmbedder(embedder))
-        updater = Updater(bank, JudgePolicy(judge, embedder=embedder, threshold=settings.hicomer.judge_threshold),
-                          settings.hicomer)
+        h = settings.hicomer
+        policy = JudgePolicy(judge, embedder=embedder, threshold=h.judge_threshold, second=second,
+                             second_from=h.judge_encoder_from, second_weight=h.judge_encoder_weight)
+        updater = Updater(bank, policy, h)
         for group in stream_groups(data):
             updater.apply(group)
-        out[name] = {"pairs": pair_scores(judge, featurise(dataset_pairs(data), embedder)),
+        pairs = dataset_pairs(data)
+        features = featurise(pairs, embedder)
+        probs = policy.blend([p.a for p in pairs], [p.b for p in pairs], judge.probabilities(features.x))
+        out[name] = {"pairs": pair_scores(judge, features, h.judge_threshold, probs),
                      "updater": updater_scores(bank, data.gold), "validity": validity_state_scores(bank, data)}
         bank.close()
     return out
@@ -105,8 +112,10 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
 
 def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, ship: bool = False,
               ray_address: str | None = None, sources: dict[str, Any] | None = None,
-              heldout: dict[str, Any] | None = None, epochs: int = EPOCHS) -> dict[str, Any]:
-    """Train on ``sources`` (default :func:`judge_sources` ``train``), score on ``heldout`` (its ``heldout``)."""
+              heldout: dict[str, Any] | None = None, epochs: int = EPOCHS, encoder: bool = True,
+              encoder_sample: int | None = None) -> dict[str, Any]:
+    """Train on ``sources`` (default :func:`judge_sources` ``train``), score on ``heldout`` (its ``heldout``);
+    then, with ``encoder``, the judge's second opinion on a sample of the same pairs (training/pair_encoder.py)."""
     import torch
 
     from memgraft.collab.judge import BUNDLED, PairJudge, load_judge, save_judge
@@ -140,10 +149,21 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
     report["trained"] = heldout_scores(judge, heldout, embedder, settings, out)
     report["train"] = {"storage": storage, **(result.metrics or {})}
     path = save_judge(judge, out / JUDGE_FILE, metrics=report["trained"])
+    shipped = [(path, BUNDLED)]
+    if encoder:
+        from memgraft.collab.judge_data import symmetric
+        from memgraft.collab.pair_encoder import BUNDLED as ENCODER_BUNDLED, save_pair_encoder
+        from training.pair_encoder import ENCODER_FILE, SAMPLE, run_encoder
+
+        model, report["encoder_train"] = run_encoder(settings, symmetric(pairs), storage, resume=resume,
+                                                     sample=encoder_sample or SAMPLE)
+        report["with_encoder"] = heldout_scores(judge, heldout, embedder, settings, out, second=model)
+        shipped.append((save_pair_encoder(model, out / ENCODER_FILE, metrics=report["with_encoder"]), ENCODER_BUNDLED))
     if ship:
-        BUNDLED.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, BUNDLED)
-        report["shipped"] = str(BUNDLED)
+        for made, bundled in shipped:
+            bundled.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(made, bundled)
+        report["shipped"] = ", ".join(str(b) for _, b in shipped)
     write_json(out / "metrics.json", report)
     return report
 
@@ -154,17 +174,18 @@ def print_report(report: dict[str, Any]) -> None:
     from training.common import wide_console
 
     con = wide_console(140)
-    table = Table(title="pair judge on held-out data (untrained -> trained)")
+    stages = ("untrained", "trained", "with_encoder") if "with_encoder" in report else ("untrained", "trained")
+    table = Table(title="pair judge on held-out data (" + " -> ".join(stages) + ")")
     for col in ("dataset", "pair P / R", "Conflict F1", "Maintenance Acc.", "validity P / R"):
         table.add_column(col, justify="left" if col == "dataset" else "right")
     for name in report["trained"]:
         cells = []
-        for key in ("untrained", "trained"):
+        for key in stages:
             r = report[key][name]
             cells.append((f"{r['pairs'].get('precision', 0):.3f} / {r['pairs'].get('recall', 0):.3f}",
                           f"{r['updater']['conflict_f1']:.3f}", f"{r['updater']['maintenance_accuracy']:.3f}",
                           f"{r['validity']['precision']:.3f} / {r['validity']['recall']:.3f}"))
-        table.add_row(name, *(f"{a} -> {b}" for a, b in zip(*cells)))
+        table.add_row(name, *(" -> ".join(c) for c in zip(*cells)))
     con.print(table)
     tr = report["train"]
     con.print(f"{report['data']['train_pairs']} training pairs; epoch {tr.get('epoch')} (resumed from "
@@ -178,14 +199,15 @@ app = typer.Typer(add_completion=False, help=__doc__)
 @app.command()
 def main(
     output: str = typer.Option("out/train/judge", "--output", help="judge.pt, metrics.json, ray/"),
-    ship: bool = typer.Option(False, "--ship", help="also copy the trained judge over the bundled one"),
+    ship: bool = typer.Option(False, "--ship", help="also copy the trained judge (and encoder) over the bundled ones"),
+    encoder: bool = typer.Option(True, "--encoder/--no-encoder", help="also train the pair encoder (~10 min on 2 cores)"),
     profile: str = PROFILE_OPTION,
     set_: list[str] = SET_OPTION,
     resume: bool = RESUME_OPTION,
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     settings = load(profile, set_)
-    print_report(run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address))
+    print_report(run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address, encoder=encoder))
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ from torch import nn
 from memgraft.collab import rules
 from memgraft.collab.policies import Judgement, Target, normalise
 from memgraft.collab.types import Action, Memory, Relation
+from memgraft.collab.weights import read_weights, save_weights, weights_path
 
 if TYPE_CHECKING:
+    from memgraft.collab.pair_encoder import PairEncoder
     from memgraft.models.embedder import Embedder
 
 FORMAT = "memgraft.pair-judge/1"
@@ -136,21 +138,12 @@ class PairJudge(nn.Module):
 
 
 def save_judge(judge: PairJudge, path: str | Path, metrics: dict | None = None) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": FORMAT, "config": asdict(judge.config), "state": judge.state_dict(),
-                "metrics": metrics or {}}, path)
-    return path
+    return save_weights(path, FORMAT, asdict(judge.config), judge.state_dict(), metrics)
 
 
 def load_judge(path: str | Path = "bundled") -> PairJudge:
     """A saved judge (``"bundled"``: the one shipped for all-MiniLM-L6-v2); weights only, no pickled code."""
-    p = BUNDLED if str(path) == "bundled" else Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"no pair judge at {p}" + (" (run `make train-updater`)" if str(path) == "bundled" else ""))
-    blob = torch.load(p, map_location="cpu", weights_only=True)
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise ValueError(f"{p} is not a {FORMAT} file")
+    blob = read_weights(weights_path(path, BUNDLED, "pair judge"), FORMAT)
     judge = PairJudge(**blob["config"])
     judge.load_state_dict(blob["state"])
     return judge.eval()
@@ -175,13 +168,28 @@ class JudgePolicy:
     embedder: "Embedder | None" = None  # for memories that come without vectors
     threshold: float = 0.5  # P(contradiction) at or above which a pair contradicts
     name: str = "judge"
+    second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.pair_encoder)
+    second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
+    second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
         if not a:
             return np.zeros((0, len(LABELS)), np.float32)
         u, v = self._vectors(a), self._vectors(b)
-        return self.model.probabilities(pair_features([m.maintained for m in a], [m.maintained for m in b], u, v))
+        texts_a, texts_b = [m.maintained for m in a], [m.maintained for m in b]
+        return self.blend(texts_a, texts_b, self.model.probabilities(pair_features(texts_a, texts_b, u, v)))
+
+    def blend(self, texts_a: Sequence[str], texts_b: Sequence[str], probs: np.ndarray) -> np.ndarray:
+        """The judge's probabilities with the second opinion averaged in where the pair is in doubt."""
+        if self.second is None or not len(probs):
+            return probs
+        doubt = np.flatnonzero(probs[:, 2] >= self.second_from)
+        if len(doubt):
+            probs = probs.copy()
+            second = self.second.probabilities([texts_a[i] for i in doubt], [texts_b[i] for i in doubt])
+            probs[doubt] = (1.0 - self.second_weight) * probs[doubt] + self.second_weight * second
+        return probs
 
     def judge(self, targets: Sequence[Target]) -> list[Judgement]:
         pairs = [(t, r) for t in targets for r in t.against]

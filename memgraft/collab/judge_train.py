@@ -65,11 +65,13 @@ def train_judge(judge: PairJudge, data: JudgeData, *, epochs: int = 30, lr: floa
     return losses
 
 
-def pair_scores(judge: PairJudge, data: JudgeData, threshold: float = 0.5) -> dict[str, float]:
-    """Pair-level accuracy and contradiction precision/recall/F1 (the policy's threshold rule)."""
+def pair_scores(judge: PairJudge, data: JudgeData, threshold: float = 0.5,
+                probabilities: np.ndarray | None = None) -> dict[str, float]:
+    """Pair-level accuracy and contradiction precision/recall/F1 (the policy's threshold rule), of the
+    judge's own ``probabilities`` when given (e.g. blended with the pair encoder's)."""
     if not len(data):
         return {"pairs": 0}
-    p = judge.probabilities(data.x)
+    p = judge.probabilities(data.x) if probabilities is None else probabilities
     pred = np.where(p[:, 2] >= threshold, 2, np.where(p[:, 1] > p[:, 0], 1, 0))
     y = data.y.numpy()
     tp = int(((pred == 2) & (y == 2)).sum())

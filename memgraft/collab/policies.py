@@ -257,7 +257,14 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
             raise ValueError(f"pair judge {settings.hicomer.judge_model!r} was trained on {judge.config.embedder!r} "
                              f"vectors ({judge.config.dim} dims), the embedder is {name!r} ({embedder.dim} dims): "
                              f"train one for it (make train-updater) or use updater_policy 'rules' or 'llm'")
-        return JudgePolicy(judge, embedder=embedder, threshold=settings.hicomer.judge_threshold)
+        h = settings.hicomer
+        second = None
+        if h.judge_encoder:
+            from memgraft.collab.pair_encoder import load_pair_encoder
+
+            second = load_pair_encoder(h.judge_encoder)
+        return JudgePolicy(judge, embedder=embedder, threshold=h.judge_threshold, second=second,
+                           second_from=h.judge_encoder_from, second_weight=h.judge_encoder_weight)
     if kind == "llm":
         if llm is None:
             from memgraft.models.llm.factory import load_llm
