@@ -146,3 +146,56 @@ def test_variants_are_the_papers_ablations():
     assert set(METHODS) == {"hgmem", "hgmem-no-merge", "hgmem-no-update", "hgmem-local-only", "hgmem-global-only",
                             "naive", "graph"}
     assert VARIANTS["hgmem-no-merge"].merge is False and VARIANTS["hgmem-no-update"].update is False
+
+
+class _SameInsert(HGMemScript):
+    """Every evolution inserts over the same two entities (the first step's), and the judge never names a concern."""
+
+    def __init__(self):
+        super().__init__()
+        self.first: list[str] | None = None
+
+    def __call__(self, request):
+        title = (request.json_schema or {}).get("title")
+        if title == "SufficiencyJudgement":
+            return json.dumps({"sufficient": False, "concerns": []})
+        if title in ("Evolution", "InsertOnly"):
+            self.first = self.first or self._entities(request.messages[-1]["content"])[:2]
+            out = {"inserts": [{"description": f"Fact {self.judgements} on the same pair.", "entities": self.first}]}
+            self.judgements += 1
+            return json.dumps(out if title == "InsertOnly" else {"updates": [], **out})
+        return super().__call__(request)
+
+
+def _descriptions(snapshot: dict) -> dict[str, str]:
+    return {p["point_id"]: p["description"] for p in snapshot["points"]}
+
+
+def test_no_update_never_rewrites_a_point_even_over_the_same_entities(world, settings3):
+    """Issue 14: an insert over an existing vertex set used to become an update of that point."""
+    out = run_method("hgmem-no-update", "Who did Ada Lovelace work with?", world, ScriptedLLM(_SameInsert()), settings3)
+    steps = out.trace["steps"]
+    assert len(steps) == 3
+    for s in steps:
+        before, after = _descriptions(s["memory_before"]), _descriptions(s["memory_after"])
+        assert all(after.get(pid) == text for pid, text in before.items() if pid in after), s["step"]
+        assert s["operations"].get("updates", []) == []
+    inserted = [pid for s in steps for pid in s["operations"]["inserts"]]
+    assert len(inserted) == len(set(inserted)) == 3  # three points over one vertex set, none folded into another
+    # the full method folds the same inserts into one point, by update
+    full = run_method("hgmem-no-merge", "Who did Ada Lovelace work with?", world, ScriptedLLM(_SameInsert()), settings3)
+    assert len({pid for s in full.trace["steps"] for pid in s["operations"]["inserts"]}) == 1
+
+
+def test_local_only_never_explores_globally(world, settings3, monkeypatch):
+    """Issue 14: with no concern, or a local subquery with no seeds, local-only used to search the whole graph."""
+    calls: list[str] = []
+    real = world.search_entities
+    monkeypatch.setattr(world, "search_entities", lambda text, *a, **k: calls.append(text) or real(text, *a, **k))
+    out = run_method("hgmem-local-only", "Who did Ada Lovelace work with?", world, ScriptedLLM(_SameInsert()), settings3)
+    kinds = [sq["kind"] for s in out.trace["steps"] for sq in s["subqueries"]]
+    assert kinds == ["initial", "local", "local"]
+    assert len(calls) == 1  # the initial retrieval (t = 0) only
+    calls.clear()
+    run_method("hgmem", "Who did Ada Lovelace work with?", world, ScriptedLLM(_SameInsert()), settings3)
+    assert len(calls) == 3  # the full method explores when the judge names no concern

@@ -66,7 +66,7 @@ class HGMemReasoner:
         self.settings = settings
         self.hs = settings.hgmem
         self.variant = variant
-        self.retriever = Retriever(store, settings.hgmem)
+        self.retriever = Retriever(store, settings.hgmem, explore=variant.concerns != "local")
 
     # -- the loop --------------------------------------------------------------
     def run(self, question: str) -> Outcome:
@@ -128,7 +128,11 @@ class HGMemReasoner:
             kind = c.kind if self.variant.concerns == "both" else self.variant.concerns
             ids = [p for p in c.point_ids if p in active] or (active if kind == "local" else [])
             out.append(Subquery(c.subquery, kind, ids if kind == "local" else []))
-        return out or [Subquery(question, "global")]  # "not sufficient" with no concern: explore again
+        if out:
+            return out
+        # "not sufficient" with no concern: explore again, or, where only local investigation runs, look
+        # around every memory point once more
+        return [Subquery(question, "local", active)] if self.variant.concerns == "local" else [Subquery(question, "global")]
 
     def _evidence_text(self, evidence: StepEvidence) -> dict[str, str]:
         s = self.store
@@ -177,7 +181,8 @@ class HGMemReasoner:
         for ins in out.inserts:
             try:
                 vids = [self._vertex(memory, n, known) for n in ins.entities]
-                p = memory.insert(ins.description, vids, self._support(memory, vids, step_chunks), index)
+                p = memory.insert(ins.description, vids, self._support(memory, vids, step_chunks), index,
+                                  fold=self.variant.update)
                 done["inserts"].append(p.point_id)
             except InvalidMemoryOperation as err:
                 done["rejected"].append({"op": "insert", "entities": ins.entities, "reason": str(err)})

@@ -103,18 +103,19 @@ class HypergraphMemory:
     # ---- the three operations -------------------------------------------------------
 
     def insert(self, description: str, vertex_ids: Iterable[str], chunk_ids: Iterable[str],
-               step: int) -> MemoryPoint:
+               step: int, *, fold: bool = True) -> MemoryPoint:
         """Add a memory point joining ``vertex_ids`` (repeats dropped; ≥ 2 must remain).
 
-        If an active point already joins exactly the same vertex set, that point is
-        updated with the new description and returned instead: two hyperedges over
-        one vertex set would say two things about the same entities, which the
-        paper's update operation exists to reconcile, and it keeps retrieval from
-        seeing duplicates.
+        With ``fold``, if an active point already joins exactly the same vertex set,
+        that point is updated with the new description and returned instead: two
+        hyperedges over one vertex set would say two things about the same entities,
+        which the paper's update operation exists to reconcile, and it keeps retrieval
+        from seeing duplicates. The no-update ablation passes ``fold=False``: there,
+        memory only grows, so the second point stands beside the first.
         """
         vids = self._checked_vertices(vertex_ids, "insert")
         description = self._checked_description(description, "insert")
-        for point in self.active_points():
+        for point in self.active_points() if fold else ():
             if set(point.vertex_ids) == set(vids):
                 return self.update(point.point_id, description, step, add_chunk_ids=chunk_ids)
         point = MemoryPoint(self._new_id(), description, vids, _unique(chunk_ids), created_step=step)

@@ -57,16 +57,17 @@ class StepEvidence:
 
 
 class Retriever:
-    def __init__(self, store: GraphStore, settings: HGMemSettings):
+    def __init__(self, store: GraphStore, settings: HGMemSettings, *, explore: bool = True):
         self.store = store
         self.settings = settings
+        self.explore = explore  # False: the local-only ablation, whose local subqueries never search globally
 
     def entities(self, sq: Subquery, memory: HypergraphMemory) -> list[str]:
         s = self.settings
         if sq.kind == "local":
             seeds = [v.entity_id for p in sq.point_ids if _active(memory, p) for v in memory.vertices_of(p) if v.in_graph]
-            if not seeds:  # nothing to investigate around: fall back to exploring
-                return self.entities(Subquery(sq.text, "global"), memory)
+            if not seeds:  # nothing to investigate around: fall back to exploring, where exploring is allowed
+                return self.entities(Subquery(sq.text, "global"), memory) if self.explore else []
             near = self.store.neighbours(seeds, hops=s.local_hops)
             return [h.id for h in self.store.rank("entities", sq.text, list(near), s.top_entities)]
         exclude = memory.entity_ids() if (sq.kind == "global" and s.exclude_memory_entities) else ()
