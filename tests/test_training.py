@@ -187,7 +187,7 @@ def test_cluster_profile_trains_a_hub_model_on_gpu_workers_with_zero3():
     assert sc.num_workers == 8 and sc.use_gpu and sc.resources_per_worker == {"CPU": 8.0, "GPU": 1.0}
 
 
-def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_local, tiny, tmp_path):
+def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_local, tiny, tmp_path, embedder):
     """Small real slices: generated streams, TimeQA train pages and SituatedQA train questions; held out:
     TimeQA val pages. The trained judge must maintain the held-out stream better than its initial weights."""
     from memgraft.collab.data import generator, situatedqa, timeqa
@@ -201,9 +201,12 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
                "timeqa": timeqa.convert(timeqa.select_split(pages, "train")[:80])[0],
                "situatedqa": situatedqa.convert(rows)[0]}
     heldout = {"timeqa-val": timeqa.convert(timeqa.select_split(pages, "val")[:25])[0]}
-    first = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=3, encoder=False)
+    from memgraft.collab.updater import MemoEmbedder
+
+    shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same texts once
+    first = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=3, encoder=False, embedder=shared)
     assert (first["train"]["epoch"], first["train"]["resumed_from_epoch"]) == (3, 0)
-    second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5, encoder=False)
+    second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5, encoder=False, embedder=shared)
     assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (5, 3)
     before, after = second["untrained"]["timeqa-val"], second["trained"]["timeqa-val"]
     assert after["updater"]["conflict_f1"] > before["updater"]["conflict_f1"] + 0.2

@@ -113,7 +113,7 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
 def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, ship: bool = False,
               ray_address: str | None = None, sources: dict[str, Any] | None = None,
               heldout: dict[str, Any] | None = None, epochs: int = EPOCHS, encoder: bool = True,
-              encoder_sample: int | None = None) -> dict[str, Any]:
+              encoder_sample: int | None = None, embedder: Any = None) -> dict[str, Any]:
     """Train on ``sources`` (default :func:`judge_sources` ``train``), score on ``heldout`` (its ``heldout``);
     then, with ``encoder``, the judge's second opinion on a sample of the same pairs (training/pair_encoder.py)."""
     import torch
@@ -126,7 +126,7 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    embedder = MemoEmbedder(load_embedder(settings), size=1 << 20)
+    embedder = embedder or MemoEmbedder(load_embedder(settings), size=1 << 20)  # a caller's, to share its vectors
     train_sets = sources if sources is not None else judge_sources("train")
     heldout = heldout if heldout is not None else judge_sources("heldout")
     pairs = all_pairs(train_sets)

@@ -105,7 +105,8 @@ class CollabMemory:
         if self._judge is None:  # conflicts among the evidence: hicomer.conflict_judge (the pair judge by default)
             kind = self.settings.hicomer.conflict_judge
             shared = self._llm() if kind == "llm" and not self.settings.hicomer.updater_model else None
-            self._judge = ConflictJudge(make_policy(self.settings, kind=kind, llm=shared, embedder=self.embedder))
+            self._judge = ConflictJudge(make_policy(self.settings, kind=kind, llm=shared, embedder=self.embedder,
+                                                    second_opinion=False))
         memories = [h.memory for h in hits]
         result = resolve(memories, self._judge.contradicts(memories, t_now), settings=self.settings.hicomer,
                          t0=t0, t_now=t_now)

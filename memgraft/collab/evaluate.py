@@ -281,7 +281,8 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                                        "last_loss": losses[-1] if losses else None,
                                        "seconds": time.perf_counter() - started}
 
-    conflict_policy = make_policy(settings, kind=settings.hicomer.conflict_judge, llm=llm, embedder=embedder)
+    conflict_policy = make_policy(settings, kind=settings.hicomer.conflict_judge, llm=llm, embedder=embedder,
+                                  second_opinion=False)
     methods = []
     for name in options.methods:
         spec = METHODS[name]

@@ -241,9 +241,11 @@ class LLMPolicy:
 
 
 def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | None = None,
-                embedder: "Embedder | None" = None) -> UpdatePolicy:
+                embedder: "Embedder | None" = None, second_opinion: bool = True) -> UpdatePolicy:
     """The policy ``kind`` names (default ``settings.hicomer.updater_policy``: ``judge``, ``rules`` or ``llm``);
-    ``llm`` loads from the settings when not given."""
+    ``llm`` loads from the settings when not given. ``second_opinion``: the judge asks its pair encoder
+    (``hicomer.judge_encoder``) about pairs in doubt; the answer step's conflict check, which runs per
+    query, says False (the encoder's ~25 pairs/s is an ingest cost, not a search one)."""
     kind = kind or settings.hicomer.updater_policy
     if kind == "rules":
         return RulesPolicy(embedder=embedder)
@@ -259,7 +261,7 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
                              f"train one for it (make train-updater) or use updater_policy 'rules' or 'llm'")
         h = settings.hicomer
         second = None
-        if h.judge_encoder:
+        if h.judge_encoder and second_opinion:
             from memgraft.collab.pair_encoder import load_pair_encoder
 
             second = load_pair_encoder(h.judge_encoder)
