@@ -45,10 +45,11 @@ bench: install
 	$(PY) bench/build_graphs.py --corpus $(DATA)/musique/musique_train_corpus.json \
 		--questions $(DATA)/musique/musique_train.json
 
-# The default updater: the pair judge on Ray Train (generated + TimeQA train pages + SituatedQA train),
-# pair P/R, Conflict F1, Maintenance Accuracy and validity P/R on held-out data before and after.
-# A few minutes on 2 cores. Use it with --set hicomer.judge_model=$(OUT)/train/judge/judge.pt;
-# SHIP=1 replaces the bundled judge (memgraft/collab/assets/), as the shipped one was made.
+# The default updater: the pair judge, then its pair encoder, on Ray Train (generated + TimeQA train pages
+# + SituatedQA train), pair P/R, Conflict F1, Maintenance Accuracy and validity P/R on held-out data before
+# and after. About 15 minutes on 2 cores. Use it with --set hicomer.judge_model=$(OUT)/train/judge/judge.pt
+# --set hicomer.judge_encoder=$(OUT)/train/judge/pair-encoder.pt; SHIP=1 replaces the bundled files
+# (memgraft/collab/assets/), as the shipped ones were made.
 train-updater: install
 	$(PY) training/updater_judge.py --profile $(PROFILE) --output $(OUT)/train/judge $(if $(SHIP),--ship,)
 

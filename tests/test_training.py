@@ -219,11 +219,9 @@ def test_pair_encoder_trains_in_ray_train_in_rounds_and_resumes(ray_local, tiny,
     """The judge's second opinion: LoRA adapters and a head change, a resumed run starts at the next round, and
     the saved file loads as a working encoder. (Its held-out quality: tests/test_collab_judge.py, on the
     bundled one, which `make train-updater SHIP=1` made with this code.)"""
-    import torch
-
     from memgraft.collab.data import generator
     from memgraft.collab.judge_data import dataset_pairs, symmetric
-    from memgraft.collab.pair_encoder import EncoderConfig, PairEncoder
+    from memgraft.collab.pair_encoder import EncoderConfig
     from training.pair_encoder import run_encoder
 
     pairs = symmetric(dataset_pairs(generator.generate(seed=0, teams=2, groups=4), "generated-0"))
@@ -232,10 +230,10 @@ def test_pair_encoder_trains_in_ray_train_in_rounds_and_resumes(ray_local, tiny,
     assert (first["round"], first["resumed_from_round"]) == (1, 0)
     model, second = run_encoder(tiny, pairs, storage, sample=64, rounds=2, rank=4)
     assert (second["round"], second["resumed_from_round"]) == (2, 1)
-    torch.manual_seed(tiny.training.seed)
-    fresh = PairEncoder(EncoderConfig(rank=4)).trainable_state()
     trained = model.trainable_state()
-    assert set(fresh) == set(trained)
-    assert any(not torch.equal(fresh[k], trained[k]) for k in fresh if "lora_B" in k or k.startswith("head."))
+    assert model.config == EncoderConfig(rank=4) and any(k.startswith("head.") for k in trained)
+    # LoRA's B starts at zero: nonzero means trained (the pooler's stays zero: mean pooling never reads it)
+    lora_b = [v for k, v in trained.items() if "lora_B" in k and "pooler" not in k]
+    assert lora_b and all(bool(v.abs().sum() > 0) for v in lora_b)
     p = model.probabilities(["the owner of A is B"], ["the owner of A is C"])
     assert p.shape == (1, 3) and abs(float(p.sum()) - 1.0) < 1e-5
