@@ -1,6 +1,7 @@
 """The user-facing command, as a user runs it: `python pipelines/build_graphs.py ...` in its own process."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -11,18 +12,21 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, address: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RAY_ADDRESS": address} if address else None
     return subprocess.run([sys.executable, "pipelines/build_graphs.py", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=env)
 
 
-def test_build_graphs_command(tmp_path):
+def test_build_graphs_command(ray_local, tmp_path):
+    """Submitted to a running cluster, as `ray job submit` runs it (RAY_ADDRESS set)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London on the Analytical Engine.")
     (docs / "b.json").write_text(json.dumps([{"id": "b", "body": "no text here"}]))
     out = tmp_path / "graph"
-    proc = run("--input", str(docs), "--output", str(out), "--set", "pipeline.embed_batch_size=16")
+    proc = run("--input", str(docs), "--output", str(out), "--set", "pipeline.embed_batch_size=16",
+               address=ray_local.get_runtime_context().gcs_address)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "graph built" in proc.stdout and "rejected" in proc.stdout
     manifest = json.loads((out / "manifest.json").read_text())

@@ -86,9 +86,29 @@ def scratch_dir(run_id: str) -> Path:
     return path
 
 
+def skip_shm_kernel_alone() -> None:
+    """A lone CPU worker has no peer to share memory with: skip DeepSpeed's shared-memory all-reduce kernel.
+
+    DeepSpeed JIT-compiles it (about a minute on 2 cores, again whenever the compiler flags
+    differ, e.g. another virtual environment) when its torch backend starts, for every run.
+    """
+    import ray.train
+
+    try:
+        alone = ray.train.get_context().get_world_size() == 1
+    except Exception:  # not in a Ray Train worker (bench/train_sft.py): one process
+        alone = True
+    if alone:
+        import deepspeed.ops
+
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
 def hf_args(training: TrainingSettings, output_dir: Path, *, max_steps: int, batch_size: int, grad_accum: int,
             lr: float, save_steps: int) -> dict[str, Any]:
     """TrainingArguments shared by the SFT and GRPO configs."""
+    if training.deepspeed and not training.use_gpu:
+        skip_shm_kernel_alone()
     return dict(
         output_dir=str(output_dir), max_steps=max_steps, per_device_train_batch_size=batch_size,
         gradient_accumulation_steps=grad_accum, learning_rate=lr, logging_steps=1, save_strategy="steps",
