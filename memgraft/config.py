@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -111,7 +111,9 @@ class HGMemSettings(_Section):
     relations_per_entity: int = 5
     top_chunks: int = 10
     max_chunks_per_step: int = 50
-    max_steps: int = 3
+    # The last step t, step 0 being the initial retrieval: the paper's best setting t = 3 runs four
+    # rounds (0, 1, 2, 3) before the answer. 0: the initial retrieval only.
+    max_step: int = Field(3, ge=0)
     local_hops: int = 2
     exclude_memory_entities: bool = True
     answer_context_tokens: int = 6000
@@ -119,6 +121,16 @@ class HGMemSettings(_Section):
     # Questions one worker actor runs at once, in threads. bench/driver.py at 256 in flight
     # on 2 cores: 0.78 efficiency in one worker, 0.84-0.85 in 2 or 4 (capped to the CPUs there are).
     questions_per_worker: int = 64
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "max_steps" in data:
+            n = str(data["max_steps"])
+            same = f"max_step={int(n) - 1}" if n.lstrip("-").isdigit() else "max_step = max_steps - 1"
+            raise ValueError(f"hgmem.max_steps was renamed hgmem.max_step, the last step t (t = 0 is the initial "
+                             f"retrieval); max_steps={n} counted the rounds: the same run is {same}")
+        return data
 
 
 class HiCoMERSettings(_Section):

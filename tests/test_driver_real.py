@@ -18,7 +18,7 @@ def test_the_driver_answers_one_question_on_smollm2(slice_graph, settings, tmp_p
     from pipelines.answer_queries import run_answers
 
     s = settings.model_copy(deep=True)
-    s.hgmem.max_steps = 0
+    s.hgmem.max_step = 0  # the initial retrieval, then the answer
     s.hgmem.max_in_flight = 1
     s.hgmem.top_entities, s.hgmem.top_chunks, s.hgmem.answer_context_tokens = 6, 2, 400
     s.generation.max_new_tokens = 160

@@ -59,7 +59,7 @@ def world(embedder):
 
 @pytest.fixture()
 def settings3():
-    return load_settings("local", ["hgmem.max_steps=3", "hgmem.top_entities=4", "hgmem.relations_per_entity=2",
+    return load_settings("local", ["hgmem.max_step=2", "hgmem.top_entities=4", "hgmem.relations_per_entity=2",
                                    "hgmem.top_chunks=3", "hgmem.max_chunks_per_step=5"])
 
 
@@ -199,3 +199,14 @@ def test_local_only_never_explores_globally(world, settings3, monkeypatch):
     calls.clear()
     run_method("hgmem", "Who did Ada Lovelace work with?", world, ScriptedLLM(_SameInsert()), settings3)
     assert len(calls) == 3  # the full method explores when the judge names no concern
+
+
+def test_the_default_runs_the_papers_four_rounds(world):
+    """t = 0 (initial retrieval) to t = 3, the paper's best setting; then the answer."""
+    s = load_settings("local", ["hgmem.top_entities=4", "hgmem.relations_per_entity=2", "hgmem.top_chunks=3",
+                                "hgmem.max_chunks_per_step=5"])
+    assert s.hgmem.max_step == 3
+    out = HGMemReasoner(world, LLMSession(ScriptedLLM(HGMemScript()), s.generation), s).run(
+        "Who did Ada Lovelace work with?")
+    assert out.steps == 4 and [r["step"] for r in out.trace["steps"]] == [0, 1, 2, 3]
+    assert out.trace["stopped"] == "step limit"

@@ -28,7 +28,7 @@ def test_every_prompt_schema_compiles_in_xgrammar(smollm):
 
 def test_hgmem_on_smollm2_over_a_real_graph(slice_graph, settings, embedder, smollm):
     s = settings.model_copy(deep=True)
-    s.hgmem.max_steps = 2
+    s.hgmem.max_step = 1
     s.hgmem.top_entities = 8
     s.hgmem.top_chunks = 3
     s.hgmem.answer_context_tokens = 600

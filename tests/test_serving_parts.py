@@ -40,11 +40,11 @@ LAB = {"Authorization": "Bearer tok-lab-0001"}
 
 def test_profile_serving_section_and_overrides(tmp_path, monkeypatch):
     profile = tmp_path / "p.yaml"
-    profile.write_text("profile: p\nhgmem: {max_steps: 2}\nserving:\n  port: 9100\n  banks_dir: banks\n"
+    profile.write_text("profile: p\nhgmem: {max_step: 2}\nserving:\n  port: 9100\n  banks_dir: banks\n"
                        "  deployments: {embedder: {replicas: 3}}\n")
     monkeypatch.chdir(tmp_path)
     settings, serving = load_profile(profile, ["serving.deployments.llm.num_gpus=1", "hgmem.top_chunks=4"])
-    assert settings.profile == "p" and settings.hgmem.max_steps == 2 and settings.hgmem.top_chunks == 4
+    assert settings.profile == "p" and settings.hgmem.max_step == 2 and settings.hgmem.top_chunks == 4
     assert serving.port == 9100 and serving.banks_dir == str(tmp_path / "banks")
     # one field set, the deployment's other defaults kept
     assert serving.deployments.embedder.replicas == 3 and serving.deployments.embedder.max_ongoing_requests == 128
@@ -53,10 +53,10 @@ def test_profile_serving_section_and_overrides(tmp_path, monkeypatch):
     with pytest.raises(ValueError):
         load_profile(profile, ["serving.prot=1"])
 
-    env = {"MEMGRAFT_PROFILE": str(profile), "MEMGRAFT_SET": "serving.port=9200; hgmem.max_steps=1;",
+    env = {"MEMGRAFT_PROFILE": str(profile), "MEMGRAFT_SET": "serving.port=9200; hgmem.max_step=1;",
            "MEMGRAFT_TOKENS": "t.yaml"}
     settings, serving = from_env(env)
-    assert serving.port == 9200 and settings.hgmem.max_steps == 1 and serving.tokens_file == str(tmp_path / "t.yaml")
+    assert serving.port == 9200 and settings.hgmem.max_step == 1 and serving.tokens_file == str(tmp_path / "t.yaml")
     assert split_overrides(" a.b=1 ;; c.d=x ") == ["a.b=1", "c.d=x"]
 
 

@@ -5,7 +5,7 @@ step judges whether memory suffices; if not, its concerns become subqueries
 (local investigation of named memory points, or global exploration beyond
 memory), evidence is retrieved, memory evolves by update and insertion, and
 from the second step on cohesive points are merged. The loop stops when memory
-suffices or after ``max_steps`` steps (step 0 included), then answers from the
+suffices or after step ``max_step`` (the paper's t; step 0 is the first), then answers from the
 memory points and their entities' chunks.
 """
 
@@ -75,7 +75,7 @@ class HGMemReasoner:
         steps: list[dict[str, Any]] = []
         subqueries = [Subquery(question, "initial")]
         stopped = "step limit"
-        for index in range(self.hs.max_steps):
+        for index in range(self.hs.max_step + 1):
             step_t0, before_usage = time.perf_counter(), self.session.usage.copy()
             record: dict[str, Any] = {"step": index, "memory_before": memory.snapshot()}
             if index > 0:
