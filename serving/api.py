@@ -6,7 +6,8 @@ tests fill it with in-process models. Handlers check the token first, then run
 the library's blocking calls in a worker thread, so the event loop keeps
 answering (health checks included) while a model thinks. Writes to one team wait
 their turn on an asyncio lock before taking a thread, so twenty writers to one
-team hold one worker thread, not twenty.
+team hold one worker thread, not twenty. The same tools are served to agents over
+MCP at ``/mcp`` (:mod:`serving.mcp_http`), with the same tokens and service.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from serving import caps, chat, errors, schemas
+from serving import caps, chat, errors, mcp_http, schemas
 from serving.access import Access
 from serving.limits import BodyLimit
 from serving.names import NAME, TRACE
@@ -111,6 +112,7 @@ def create_api() -> FastAPI:
                                                                       body.max_tokens)})
         return await request.app.state.chat(body)
 
+    mcp_http.mount(api, lambda team: _writer(api, team))  # the same tools for agents, at /mcp
     return api
 
 

@@ -149,6 +149,25 @@ class GroupResponse(BaseModel):
     seconds: float
 
 
+class HistoryDecision(DecisionOut):
+    group_id: str = Field(description="the group whose update made this decision")
+    decided_at: datetime = Field(description="that group's time (the stream's clock, not the server's)")
+
+
+class HistoryResponse(BaseModel):
+    """One memory as it stands, and every maintenance decision on it, in the order they were applied."""
+
+    team: str
+    memory: MemoryOut
+    decisions: list[HistoryDecision]
+
+
+class MemoriesResponse(BaseModel):
+    team: str
+    as_of: datetime | None
+    memories: list[MemoryOut] = Field(description="in write order: the live bank, or rebuilt as of a time")
+
+
 class SearchRequest(_Request):
     query: Text = Field(min_length=1, max_length=4000)
     k: Count = Field(10, description="at most serving.max_k (default 100)")

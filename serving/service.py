@@ -20,12 +20,13 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank, StaleDecision
-from memgraft.collab.types import MemoryGroup
+from memgraft.collab.types import Decision, MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
 from memgraft.hgmem.methods import record_answer
@@ -172,10 +173,7 @@ class Service:
         return schemas.GroupResponse(
             team=team, group_id=group.group_id, policy=memory.policy.name, history=report.n_history,
             revisions=report.revisions, seconds=round(report.seconds, 4),
-            decisions=[schemas.DecisionOut(
-                decision_id=d.decision_id, memory_id=d.memory_id, level=d.level, relation=str(d.relation),
-                action=str(d.action), before=d.before, after=d.after, valid_before=d.valid_before,
-                valid_after=d.valid_after, decided_by=d.decided_by, reason=d.reason) for d in report.decisions])
+            decisions=[schemas.DecisionOut(**_decision(d)) for d in report.decisions])
 
     def _apply(self, memory: CollabMemory, group: MemoryGroup):
         attempts = self.serving.write_attempts
@@ -219,11 +217,39 @@ class Service:
             usage=None if usage is None else schemas.Usage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                                                            completion_tokens=usage.completion_tokens))
 
+    def history(self, team: str, memory_id: str) -> schemas.HistoryResponse:
+        memory = self.team(team)
+        current = memory.bank.memory(team, memory_id)
+        if current is None:
+            raise NotFound(f"team {team!r} has no memory {memory_id!r}")
+        return schemas.HistoryResponse(
+            team=team, memory=schemas.MemoryOut.of(current),
+            decisions=[schemas.HistoryDecision(**_decision(d), group_id=d.group_id, decided_at=d.decided_at)
+                       for d in memory.bank.decisions(team, memory_id)])
+
+    def memories(self, team: str, as_of: datetime | None = None) -> schemas.MemoriesResponse:
+        memory = self.team(team)
+        return schemas.MemoriesResponse(team=team, as_of=as_of,
+                                        memories=[schemas.MemoryOut.of(m) for m in memory.memories(team, as_of=as_of)])
+
+    def manifest(self, graph: str) -> dict[str, Any]:
+        """A graph's manifest.json (counts, models, index kinds, build settings) without loading the graph."""
+        try:
+            return json.loads((graph_path(self.serving.graphs_dir, graph) / "manifest.json").read_text())
+        except FileNotFoundError:
+            raise NotFound(f"no graph {graph!r} (graphs are folders under the service's graphs_dir)") from None
+
     def close(self) -> None:
         with self._lock:
             for memory in self._teams.values():
                 memory.close()
             self._teams.clear()
+
+
+def _decision(d: Decision) -> dict[str, Any]:
+    return dict(decision_id=d.decision_id, memory_id=d.memory_id, level=d.level, relation=str(d.relation),
+                action=str(d.action), before=d.before, after=d.after, valid_before=d.valid_before,
+                valid_after=d.valid_after, decided_by=d.decided_by, reason=d.reason)
 
 
 def _open_bank(team: str, path: Path, embedder: Any) -> MemoryBank:

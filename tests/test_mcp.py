@@ -1,0 +1,365 @@
+"""The MCP server driven by the SDK's own client, over both transports.
+
+HTTP: the FastAPI app the ingress builds (``create_api`` + ``serve_state``), on
+in-process doubles (hash embedder, scripted LLM), served by uvicorn on a free
+port: the tools and resources with the REST tokens, and a team token refused on
+another team. Stdio: ``python -m serving.mcp --bank B`` as a subprocess on a bank
+of a generated stream, with the real embedded embedder and, as its LLM, an
+OpenAI-compatible double on a local port (``models.llm_backend=openai``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+import httpx
+import httpx2
+import numpy as np
+import pyarrow as pa
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from memgraft.collab.data.generator import generate
+from memgraft.graph import vector_index
+from memgraft.graph.folder import TABLES, GraphData, GraphFolder
+from memgraft.ids import entity_id, relation_id
+from memgraft.models.llm.base import ChatRequest
+from memgraft.models.reranker import CosineReranker
+from serving.access import Access
+from serving.api import create_api, serve_state
+from serving.service import Models, Service
+from serving.settings import load_profile
+from tests.collab_banks import bank_from_gold
+from tests.doubles import HashEmbedder, HGMemScript, ScriptedLLM
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
+LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
+TOOLS = {"search_memories", "add_memory_group", "answer_from_memories", "memory_history", "query_graph", "get_trace"}
+TEMPLATES = {"memgraft://teams/{team}/memories", "memgraft://graphs/{graph}/manifest"}
+FACTS = [
+    ("Ada Lovelace", "Charles Babbage", "Ada Lovelace worked with Charles Babbage on the engine."),
+    ("Charles Babbage", "Analytical Engine", "Charles Babbage designed the Analytical Engine."),
+    ("Analytical Engine", "London", "The Analytical Engine was planned in London."),
+    ("Ada Lovelace", "Lord Byron", "Ada Lovelace was the daughter of Lord Byron."),
+    ("Lord Byron", "Greece", "Lord Byron died in Greece."),
+    ("Greece", "Athens", "Athens is the capital of Greece."),
+    ("Alan Turing", "Bletchley Park", "Alan Turing worked at Bletchley Park."),
+    ("Bletchley Park", "Enigma", "Enigma was broken at Bletchley Park."),
+    ("Alan Turing", "Manchester", "Alan Turing later worked in Manchester."),
+    ("Manchester", "Baby computer", "The Baby computer ran in Manchester."),
+]
+
+
+def write_graph(folder: Path, embedder) -> None:
+    """A ten-fact graph folder (test_hgmem_loop's world), as a build writes one (the tables a query reads, vectors, flat indexes)."""
+    names = sorted({n for a, b, _ in FACTS for n in (a, b)})
+    chunks = [{"chunk_id": f"c{i}", "doc_id": f"d{i}", "text": t, "token_start": 0, "token_end": 10, "n_tokens": 10,
+               "char_start": 0, "char_end": len(t)} for i, (_, _, t) in enumerate(FACTS)]
+    ents = [{"entity_id": entity_id(n), "name": n, "type": "concept", "description": f"About {n}.",
+             "chunk_ids": [f"c{i}" for i, (a, b, _) in enumerate(FACTS) if n in (a, b)]} for n in names]
+    rels = [{"relation_id": relation_id(*sorted((entity_id(a), entity_id(b)))),
+             "source_id": min(entity_id(a), entity_id(b)), "target_id": max(entity_id(a), entity_id(b)),
+             "description": t, "weight": 1.0, "chunk_ids": [f"c{i}"]} for i, (a, b, t) in enumerate(FACTS)]
+    rows = {"chunks": chunks, "entities": ents, "relations": rels}
+    tables = {k: pa.Table.from_pylist(rows[k]) if k in rows else pa.table({"id": pa.array([], pa.string())})
+              for k in TABLES}
+    vectors = {"chunks": embedder.encode([c["text"] for c in chunks]),
+               "entities": embedder.encode([e["name"] for e in ents]),
+               "relations": embedder.encode([r["description"] for r in rels])}
+    indexes = {}
+    for kind, v in vectors.items():
+        index = vector_index.faiss.IndexFlatIP(v.shape[1])
+        index.add(np.ascontiguousarray(v, dtype=np.float32))
+        indexes[kind] = vector_index.to_bytes(index)
+    manifest = {"format": "memgraft-graph/1", "counts": {k: len(v) for k, v in rows.items()},
+                "models": {"embedder": embedder.name, "dim": embedder.dim}}
+    GraphFolder(str(folder)).write(GraphData(tables, vectors, manifest), indexes)
+
+
+def group(team, gid, day, *texts):
+    return {"team": team, "group_id": gid, "time": f"2025-01-{day:02d}T09:00:00",
+            "memories": [{"memory_id": f"{gid}-m{i}", "type": "team" if i == 0 else "individual", "author": "ann",
+                          "content": t} for i, t in enumerate(texts)]}
+
+
+def text_of(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def refused(result) -> str:
+    """A tool error's own text, after the SDK's "Error executing tool <name>: " prefix."""
+    assert result.is_error, text_of(result)
+    return text_of(result).split(": ", 1)[1]
+
+
+class Script(HGMemScript):
+    """HGMem's scripted path, plus a team answer."""
+
+    def __call__(self, request: ChatRequest) -> str:
+        if (request.json_schema or {}).get("title") == "CollabAnswer":
+            return json.dumps({"answer": "Deploys happen on Tuesdays."})
+        return super().__call__(request)
+
+
+@contextmanager
+def served(app) -> Iterator[str]:
+    """``app`` on uvicorn in a thread, on a free port: its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    pause = threading.Event()
+    while thread.is_alive() and not server.started:
+        pause.wait(0.05)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def http_url(tmp_path_factory, settings):
+    """The ingress's app (REST and MCP at /mcp) on in-process doubles: its MCP URL."""
+    root = tmp_path_factory.mktemp("mcp-http")
+    (root / "tokens.json").write_text(json.dumps(TOKENS))
+    embedder = HashEmbedder()
+    write_graph(root / "graphs" / "facts", embedder)
+    h, g = settings.hicomer, settings.hgmem
+    s = settings.model_copy(update={
+        "hicomer": h.model_copy(update={"updater_policy": "rules", "conflict_judge": "rules"}),
+        "hgmem": g.model_copy(update={"max_steps": 3, "top_entities": 4, "relations_per_entity": 2, "top_chunks": 3,
+                                      "max_chunks_per_step": 5})})
+    _, serving = load_profile("local", [f"serving.banks_dir={root / 'banks'}", f"serving.graphs_dir={root / 'graphs'}",
+                                        f"serving.traces_dir={root / 'traces'}", "serving.max_k=20"])
+    service = Service(s, serving, Models(llm=ScriptedLLM(Script()), embedder=embedder,
+                                         reranker=CosineReranker(embedder)))
+    with served(serve_state(create_api(), service, Access(str(root / "tokens.json")))) as url:
+        yield f"{url}/mcp"
+    service.close()
+
+
+@asynccontextmanager
+async def over_http(url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, sending ``headers`` (the bearer token) with every request."""
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
+
+
+def test_http_lists_typed_tools_and_resource_templates(http_url):
+    async def run():
+        async with over_http(http_url, LAB) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            return tools, templates
+
+    tools, templates = asyncio.run(run())
+    assert set(tools) == TOOLS and templates == TEMPLATES
+    search = tools["search_memories"].input_schema
+    assert search["required"] == ["team", "query"] and search["properties"]["k"]["minimum"] == 1
+    assert "pattern" in search["properties"]["team"]
+    group_schema = json.dumps(tools["add_memory_group"].input_schema)
+    assert "memory_id" in group_schema and "individual" in group_schema  # the REST body's own model
+    assert "hgmem" in json.dumps(tools["query_graph"].input_schema["properties"]["method"])
+    assert all(len(t.description) > 60 and "\n " not in t.description for t in tools.values())
+    assert [n for n, t in sorted(tools.items()) if not t.annotations.read_only_hint] == ["add_memory_group"]
+    assert tools["search_memories"].output_schema["title"] == "SearchResponse"
+
+
+def test_http_calls_every_tool_and_reads_both_resources(http_url):
+    async def run():
+        out = {}
+        async with over_http(http_url, LAB) as lab:
+            out["g1"] = await lab.call_tool("add_memory_group", {"team": "lab", "group": group(
+                "lab", "g1", 6, "Deploys happen on Mondays.")})
+            out["g2"] = await lab.call_tool("add_memory_group", {"team": "lab", "group": group(
+                "lab", "g2", 7, "From now on deploys happen on Tuesdays, not Mondays.",
+                "I deployed on Monday as usual.")})
+            out["search"] = await lab.call_tool("search_memories", {"team": "lab", "query": "when do deploys happen",
+                                                                     "k": 5})
+            out["past"] = await lab.call_tool("search_memories", {"team": "lab", "query": "deploys",
+                                                                   "as_of": "2025-01-06T12:00:00"})
+            out["answer"] = await lab.call_tool("answer_from_memories", {"team": "lab",
+                                                                          "question": "When do deploys happen?"})
+            out["history"] = await lab.call_tool("memory_history", {"team": "lab", "memory_id": "g2-m1"})
+            out["over_k"] = await lab.call_tool("search_memories", {"team": "lab", "query": "deploys", "k": 21})
+            out["memories"] = await lab.read_resource("memgraft://teams/lab/memories")
+        async with over_http(http_url, READ) as reader:
+            out["query"] = await reader.call_tool("query_graph", {"graph": "facts",
+                                                                   "question": "Who did Ada Lovelace work with?"})
+            trace_id = (out["query"].structured_content or {}).get("trace_id", "none.hgmem")
+            out["trace"] = await reader.call_tool("get_trace", {"trace_id": trace_id})
+            out["manifest"] = await reader.read_resource("memgraft://graphs/facts/manifest")
+            out["no_graph"] = await reader.call_tool("query_graph", {"graph": "nope", "question": "q"})
+        return out
+
+    out = asyncio.run(run())
+    assert not out["g1"].is_error and not out["g2"].is_error, text_of(out["g2"])
+    g2 = out["g2"].structured_content
+    assert g2["group_id"] == "g2" and {d["memory_id"] for d in g2["decisions"]} >= {"g2-m1"}
+    hits = out["search"].structured_content["hits"]
+    assert "From now on deploys happen on Tuesdays, not Mondays." in [h["memory"]["original"] for h in hits]
+    assert [h["memory"]["memory_id"] for h in out["past"].structured_content["hits"]] == ["g1-m0"]
+    assert out["answer"].structured_content["answer"] == "Deploys happen on Tuesdays."
+    history = out["history"].structured_content
+    assert history["memory"]["memory_id"] == "g2-m1" and history["decisions"][0]["group_id"] == "g2"
+    assert refused(out["over_k"]).startswith("422 OverLimit: k is at most 20")
+    memories = json.loads(out["memories"].contents[0].text)
+    assert [m["memory_id"] for m in memories["memories"]] == ["g1-m0", "g2-m0", "g2-m1"]
+    assert not out["query"].is_error, text_of(out["query"])
+    query = out["query"].structured_content
+    assert query["answer"] == "scripted answer" and query["graph"] == "facts" and query["llm_calls"] > 3
+    trace = out["trace"].structured_content
+    assert trace["question"] == "Who did Ada Lovelace work with?", trace.keys()
+    assert [s["operations"]["inserts"] for s in trace["steps"]][:2] == [["p1"], ["p2"]], trace["steps"]
+    assert json.loads(out["manifest"].contents[0].text)["counts"]["chunks"] == len(FACTS)
+    assert refused(out["no_graph"]).startswith("404 NotFound: no graph 'nope'")
+
+
+def test_http_team_token_never_reaches_another_team(http_url):
+    secret = "The ops pager code is 7431."
+
+    async def run():
+        out = {}
+        async with over_http(http_url, OPS) as ops:
+            out["own"] = await ops.call_tool("add_memory_group", {"team": "ops", "group": group("ops", "o1", 6, secret)})
+        async with over_http(http_url, LAB) as lab:
+            out["search"] = await lab.call_tool("search_memories", {"team": "ops", "query": "pager code"})
+            out["write"] = await lab.call_tool("add_memory_group", {"team": "ops", "group": group(
+                "ops", "o2", 7, "Written by lab.")})
+            out["history"] = await lab.call_tool("memory_history", {"team": "ops", "memory_id": "o1-m0"})
+            out["graph"] = await lab.call_tool("query_graph", {"graph": "facts", "question": "q"})
+            try:
+                await lab.read_resource("memgraft://teams/ops/memories")
+                out["resource"] = "read"
+            except MCPError as err:
+                out["resource"] = str(err)
+        async with over_http(http_url, OPS) as ops:
+            out["after"] = await ops.read_resource("memgraft://teams/ops/memories")
+        return out
+
+    out = asyncio.run(run())
+    assert not out["own"].is_error, text_of(out["own"])
+    for name in ("search", "write", "history"):
+        assert refused(out[name]) == "403 Forbidden: this token does not reach team 'ops'", name
+        assert secret not in text_of(out[name])
+    assert refused(out["graph"]).startswith("403 Forbidden: graphs are read with a reader")
+    assert "403 Forbidden: this token does not reach team 'ops'" in out["resource"]
+    assert [m["memory_id"] for m in json.loads(out["after"].contents[0].text)["memories"]] == ["o1-m0"]  # no o2
+
+    # no token, or an unknown one, is REST's 401 at the door, before MCP reads the request
+    for headers in ({}, {"Authorization": "Bearer tok-nobody-01"}):
+        answer = httpx.post(http_url, headers={**headers, "Accept": "application/json, text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert answer.status_code == 401 and answer.headers["WWW-Authenticate"] == "Bearer"
+
+
+# -- stdio ----------------------------------------------------------------------------------------
+
+ANSWERS = {"Answer": "Charles Babbage designed it.", "CollabAnswer": "The team meets on Fridays."}
+
+
+def openai_double() -> FastAPI:
+    """An OpenAI-compatible chat server that answers by the requested schema: the stdio server's LLM here
+    (SmolLM2 on 2 shared cores takes minutes per structured answer)."""
+    app = FastAPI()
+    app.state.titles = []
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: dict) -> dict:
+        title = body["response_format"]["json_schema"]["schema"]["title"]
+        app.state.titles.append(title)
+        return {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": json.dumps({"answer": ANSWERS[title]})}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def local_bank(tmp_path_factory, embedder):
+    """A bank of a generated two-team stream (gold decisions applied), and a graph beside it."""
+    root = tmp_path_factory.mktemp("mcp-stdio")
+    data = generate(seed=3, teams=2, groups=3)
+    bank_from_gold(data, root / "bank.sqlite", embedder).close()
+    write_graph(root / "graphs" / "facts", embedder)
+    return root, data
+
+
+def test_stdio_serves_a_local_bank_to_the_sdk_client(local_bank):
+    root, data = local_bank
+    team = data.groups[0]["team"]
+    other = next(g["team"] for g in data.groups if g["team"] != team)
+    target = data.groups[0]["memories"][0]
+    revised = next(d for d in data.gold if d["team"] == team and d["action"] == "revise")
+    last_day = max(g["time"] for g in data.groups if g["team"] == team)[:10]
+    new = {"team": team, "group_id": "mcp-g1", "time": f"{last_day}T23:00:00", "memories": [
+        {"memory_id": "mcp-m1", "type": "team", "author": "desk", "content": "The team meets on Fridays now."}]}
+    llm = openai_double()
+
+    async def run(url):
+        params = StdioServerParameters(
+            command=sys.executable, cwd=str(REPO), env=dict(os.environ),
+            args=["-m", "serving.mcp", "--bank", str(root / "bank.sqlite"), "--graphs", str(root / "graphs"),
+                  "--set", "hicomer.updater_policy=rules", "--set", "hicomer.conflict_judge=rules",
+                  "--set", "models.llm_backend=openai", "--set", f"models.llm_base_url={url}/v1"])
+        out = {}
+        async with Client(params, read_timeout_seconds=300) as client:
+            out["tools"] = {t.name for t in (await client.list_tools()).tools}
+            out["search"] = await client.call_tool("search_memories", {"team": team, "query": target["content"],
+                                                                        "k": 3})
+            out["add"] = await client.call_tool("add_memory_group", {"team": team, "group": new})
+            out["history"] = await client.call_tool("memory_history", {"team": team,
+                                                                        "memory_id": revised["memory_id"]})
+            out["memories"] = await client.read_resource(f"memgraft://teams/{other}/memories")
+            out["answer"] = await client.call_tool("answer_from_memories", {"team": team,
+                                                                             "question": "When does the team meet?"})
+            out["query"] = await client.call_tool("query_graph", {"graph": "facts", "method": "naive",
+                                                                   "question": "Who designed the Analytical Engine?"})
+            trace_id = (out["query"].structured_content or {}).get("trace_id", "none.naive")
+            out["trace"] = await client.call_tool("get_trace", {"trace_id": trace_id})
+            out["manifest"] = await client.read_resource("memgraft://graphs/facts/manifest")
+            out["missing"] = await client.call_tool("search_memories", {"team": "nobody", "query": "x"})
+        return out
+
+    with served(llm) as url:
+        out = asyncio.run(run(url))
+    assert out["tools"] == TOOLS
+    hits = out["search"].structured_content["hits"]
+    assert hits[0]["memory"]["memory_id"] == target["memory_id"] and hits[0]["memory"]["original"] == target["content"]
+    assert not out["add"].is_error, text_of(out["add"])
+    assert out["add"].structured_content["group_id"] == "mcp-g1"
+    history = out["history"].structured_content
+    assert history["memory"]["memory_id"] == revised["memory_id"]
+    assert history["memory"]["maintained"] == revised["maintained"] != history["memory"]["original"]
+    assert revised["group_id"] in [d["group_id"] for d in history["decisions"] if d["action"] == "revise"]
+    theirs = json.loads(out["memories"].contents[0].text)
+    assert theirs["team"] == other and [m["memory_id"] for m in theirs["memories"]] == [
+        m["memory_id"] for g in data.groups if g["team"] == other for m in g["memories"]]
+    assert not out["answer"].is_error, text_of(out["answer"])
+    answer = out["answer"].structured_content
+    assert answer["answer"] == ANSWERS["CollabAnswer"] and "mcp-m1" in [m["memory_id"] for m in answer["evidence"]]
+    assert not out["query"].is_error, text_of(out["query"])
+    assert out["query"].structured_content["answer"] == ANSWERS["Answer"]
+    assert out["trace"].structured_content["question"] == "Who designed the Analytical Engine?"
+    assert json.loads(out["manifest"].contents[0].text)["counts"]["relations"] == len(FACTS)
+    assert refused(out["missing"]).startswith("404 NotFound: team 'nobody'")
+    assert llm.state.titles == ["CollabAnswer", "Answer"]
