@@ -30,6 +30,7 @@ import ray
 import typer
 
 from memgraft.config import Settings, load_settings
+from memgraft.graph.folder import GraphFolder, GraphFolderError
 from memgraft.hgmem.methods import METHODS
 from memgraft.models.llm.base import LLM
 from memgraft.progress import Progress
@@ -142,6 +143,9 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     """Answer every question not yet answered; returns a summary."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; methods: {', '.join(METHODS)}")
+    if not Path(questions).is_file():
+        raise FileNotFoundError(f"questions {questions} is not a file")
+    GraphFolder(graph).read_manifest()  # not a graph: said here, not by every worker after Ray starts
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     answers = out / "answers.jsonl"
@@ -216,8 +220,12 @@ def main(
 ) -> None:
     configure_output(verbose)
     settings = load_settings(profile, set_)
-    summary = run_answers(settings, graph, questions, output, method, limit=limit, retry_failed=retry_failed,
-                          workers=workers)
+    try:
+        summary = run_answers(settings, graph, questions, output, method, limit=limit, retry_failed=retry_failed,
+                              workers=workers)
+    except (FileNotFoundError, ValueError, GraphFolderError) as err:
+        typer.echo(f"answer_queries: {err}", err=True)
+        raise typer.Exit(2) from err
     typer.echo(json.dumps(summary, indent=2))
 
 

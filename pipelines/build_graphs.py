@@ -204,12 +204,14 @@ def run_build(
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     deletes = list(deletes or [])
-    init_ray()
+    if input_path:
+        list_input_files(input_path)  # a missing input is said at once, before Ray starts
     folder = GraphFolder(output)
     incremental = append or bool(deletes)
     old = folder.read() if incremental and folder.exists() else None
     if incremental and old is None and deletes:
         raise FileNotFoundError(f"--delete needs an existing graph at {output}")
+    init_ray()
 
     read = read_stage(settings, input_path) if input_path else pa.table({"kind": pa.array([], pa.string())})
     docs, rejected = _dedupe(read) if input_path else ({}, [])

@@ -39,3 +39,16 @@ def test_build_graphs_command_errors():
     assert proc.returncode != 0 and "--input, --delete" in proc.stderr + proc.stdout
     proc = run("--input", "/no/such/path", "--output", "/tmp/nowhere")
     assert proc.returncode == 2 and "build_graphs: input /no/such/path does not exist" in proc.stderr
+
+
+def test_answer_queries_says_what_is_missing_before_ray_starts(tmp_path):
+    def answer(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "pipelines/answer_queries.py", *args, "--output", str(tmp_path / "o")],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    proc = answer("--graph", str(tmp_path), "--questions", str(tmp_path / "q.jsonl"))
+    assert proc.returncode == 2 and f"answer_queries: questions {tmp_path / 'q.jsonl'} is not a file" in proc.stderr
+    (tmp_path / "q.jsonl").write_text('{"id": "q0", "question": "who?"}\n')
+    proc = answer("--graph", str(tmp_path), "--questions", str(tmp_path / "q.jsonl"))
+    assert proc.returncode == 2 and "holds no manifest.json: not a graph folder" in proc.stderr
+    assert "Traceback" not in proc.stderr
