@@ -196,11 +196,11 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
     from training.updater_judge import run_judge
 
     pages = timeqa.load_pages(SHARED_DATA / "timeqa-train" / "human_annotated_train.json")
-    rows = situatedqa.load_rows(SHARED_DATA / "situatedqa-train" / "temp.train.jsonl", 150)
+    rows = situatedqa.load_rows(SHARED_DATA / "situatedqa-train" / "temp.train.jsonl", 100)
     sources = {"generated": generator.generate(seed=0, teams=4, groups=8),
-               "timeqa": timeqa.convert(timeqa.select_split(pages, "train")[:80])[0],
+               "timeqa": timeqa.convert(timeqa.select_split(pages, "train")[:30])[0],
                "situatedqa": situatedqa.convert(rows)[0]}
-    heldout = {"timeqa-val": timeqa.convert(timeqa.select_split(pages, "val")[:25])[0]}
+    heldout = {"timeqa-val": timeqa.convert(timeqa.select_split(pages, "val")[:15])[0]}
     from memgraft.collab.updater import MemoEmbedder
 
     shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same texts once
