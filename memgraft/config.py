@@ -116,7 +116,11 @@ class HGMemSettings(_Section):
     max_step: int = Field(3, ge=0)
     local_hops: int = 2
     exclude_memory_entities: bool = True
-    answer_context_tokens: int = 6000
+    # Prompt budgets in the LLM's own tokens (memgraft.models.llm.tokens). evidence_tokens: a step's retrieved
+    # entities, relations and chunks as the evolve prompt shows them (a quarter, a quarter, a half), shared
+    # round-robin by the step's subqueries; answer_context_tokens: the answer's memory and chunks (half each).
+    evidence_tokens: int = Field(6000, gt=0)
+    answer_context_tokens: int = Field(6000, gt=0)
     max_in_flight: int = 16
     # Questions one worker actor runs at once, in threads. bench/driver.py at 256 in flight
     # on 2 cores: 0.78 efficiency in one worker, 0.84-0.85 in 2 or 4 (capped to the CPUs there are).
@@ -234,7 +238,10 @@ class TrainingSettings(_Section):
     grpo_beta: float = Field(0.0, ge=0.0)  # KL to the SFT model; 0 loads no reference model
     grpo_save_steps: int = Field(3, gt=0)
     # validity scorer (its MLP and loss settings are hicomer.validity_*)
-    validity_bank: Literal["gold", "rules"] = "gold"
+    # The states the scorer learns from: the paper's order is the trained updater's maintained bank
+    # ("judge": hicomer.judge_model, by default the one make train-updater ships); "gold" the dataset's
+    # own decisions; "rules" the text-rule baseline's.
+    validity_bank: Literal["judge", "gold", "rules"] = "judge"
     validity_teams: int = Field(6, gt=0)
     validity_groups: int = Field(12, gt=0)
 

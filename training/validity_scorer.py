@@ -1,11 +1,12 @@
 """Training HiCoMER's validity scorer S_val with the pairwise loss, inside Ray Train.
 
     python training/validity_scorer.py [--profile local|a100|PATH] [--output out/train/validity]
-        [--set training.validity_bank=rules --set hicomer.validity_epochs=50 ...] [--no-resume]
+        [--set training.validity_bank=gold --set hicomer.validity_epochs=50 ...] [--no-resume]
 
 Data: a generated stream (``training.validity_teams`` x ``validity_groups``) replayed into a
-maintained bank (``training.validity_bank``: ``gold``, the dataset's own decisions, or
-``rules``, the rule-based updater). Its teams are split (``training.heldout_fraction``): the
+maintained bank (``training.validity_bank``: ``judge``, the trained updater's states, as the
+paper orders it: updater first, then the retriever on what it maintained; ``gold``, the
+dataset's own decisions; or ``rules``, the rule-based updater). Its teams are split (``training.heldout_fraction``): the
 training teams' questions give the pairs (:func:`memgraft.collab.validity.build_pairs`: m+ a
 valid gold memory, m- an outdated, conflicting or similar-but-invalid one as the bank held it
 then), and the held-out teams' questions are the test.

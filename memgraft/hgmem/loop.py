@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
+from memgraft.hgmem import evidence as shown_evidence
 from memgraft.hgmem import prompts
 from memgraft.hgmem.memory import HypergraphMemory, InvalidMemoryOperation
 from memgraft.hgmem.retrieval import Retriever, StepEvidence, Subquery
 from memgraft.ids import entity_id
 from memgraft.models.llm.session import LLMSession, Usage
-
-CHARS_PER_TOKEN = 4  # prompt budgets are in tokens; text is cut by this estimate, not re-tokenised
+from memgraft.models.llm.tokens import TokenCounter, token_counter
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,6 @@ class Outcome:
     seconds: float = 0.0
 
 
-def cut(text: str, tokens: int) -> str:
-    limit = tokens * CHARS_PER_TOKEN
-    return text if len(text) <= limit else text[:limit] + " …"
-
-
 class HGMemReasoner:
     def __init__(self, store: GraphStore, session: LLMSession, settings: Settings, variant: Variant = Variant()):
         self.store = store
@@ -67,6 +62,7 @@ class HGMemReasoner:
         self.hs = settings.hgmem
         self.variant = variant
         self.retriever = Retriever(store, settings.hgmem, explore=variant.concerns != "local")
+        self.tokens: TokenCounter = token_counter(settings.models.llm, str(settings.cache_path))
 
     # -- the loop --------------------------------------------------------------
     def run(self, question: str) -> Outcome:
@@ -95,7 +91,7 @@ class HGMemReasoner:
                  "entity_ids": r.entity_ids, "relation_ids": r.relation_ids, "chunk_ids": r.chunk_ids}
                 for r in evidence.per_subquery
             ]
-            record["operations"] = self._evolve(question, memory, evidence, index)
+            record["operations"] = self._evolve(question, memory, evidence, index, record)
             if self.variant.merge and index >= 1 and len(memory) >= 2:
                 record["operations"].update(self._merge(question, memory, index))
             memory.check_invariants()
@@ -119,7 +115,7 @@ class HGMemReasoner:
         return [p.point_id for p in memory.active_points()]
 
     def _memory_text(self, memory: HypergraphMemory) -> str:
-        return memory.render(max_chars=self.hs.answer_context_tokens * CHARS_PER_TOKEN // 2) or "(empty)"
+        return memory.render(max_chars=self.hs.answer_context_tokens // 2, size=self.tokens.count) or "(empty)"
 
     def _subqueries(self, judgement: prompts.SufficiencyJudgement, memory: HypergraphMemory, question: str) -> list[Subquery]:
         active = [p.point_id for p in memory.active_points()]
@@ -134,20 +130,6 @@ class HGMemReasoner:
         # around every memory point once more
         return [Subquery(question, "local", active)] if self.variant.concerns == "local" else [Subquery(question, "global")]
 
-    def _evidence_text(self, evidence: StepEvidence) -> dict[str, str]:
-        s = self.store
-        budget = self.hs.answer_context_tokens
-        ents = "\n".join(f"- {s.entity(e)['name']} ({s.entity(e)['type']}): {cut(s.entity(e)['description'], 40)}"
-                         for e in evidence.entity_ids)
-        rels = []
-        for r in evidence.relation_ids:
-            rel = s.relation(r)
-            rels.append(f"- {s.entity(rel['source_id'])['name']} -- {s.entity(rel['target_id'])['name']}: "
-                        f"{cut(rel['description'], 40)}")
-        chunks = "\n".join(f"[{i + 1}] {' '.join(s.chunk(c)['text'].split())}" for i, c in enumerate(evidence.chunk_ids))
-        return {"entities": cut(ents, budget // 4) or "(none)", "relations": cut("\n".join(rels), budget // 4) or "(none)",
-                "chunks": cut(chunks, budget // 2) or "(none)"}
-
     def _vertex(self, memory: HypergraphMemory, name: str, known: dict[str, str]) -> str:
         """Map a name the LLM wrote to a vertex: a graph entity when the graph has it, else a marked new one."""
         eid = known.get(name.casefold()) or entity_id(name)
@@ -158,10 +140,13 @@ class HGMemReasoner:
             memory.add_vertex(eid, name.strip(), False)
         return eid
 
-    def _evolve(self, question: str, memory: HypergraphMemory, evidence: StepEvidence, index: int) -> dict[str, Any]:
+    def _evolve(self, question: str, memory: HypergraphMemory, evidence: StepEvidence, index: int,
+                record: dict[str, Any]) -> dict[str, Any]:
+        shown = shown_evidence.show(evidence, self.store, self.hs.evidence_tokens, self.tokens)
+        record["shown"] = shown.trace()  # what the model read of what was retrieved
         fields = dict(question=question, memory=self._memory_text(memory),
                       subqueries="; ".join(repr(r.subquery.text) for r in evidence.per_subquery),
-                      **self._evidence_text(evidence))
+                      **shown.prompt_fields())
         ids = self._point_ids(memory)
         model = prompts.evolution_model(ids, self.variant.update)
         template = prompts.EVOLVE if (self.variant.update and ids) else prompts.EVOLVE_INSERT_ONLY
@@ -211,15 +196,10 @@ class HGMemReasoner:
             chunk_ids = [c for st in steps for sq in st.get("subqueries", []) for c in sq["chunk_ids"]]
             source = "retrieved chunks (memory empty)"
         ranked = [h.id for h in self.store.rank("chunks", question, chunk_ids, len(chunk_ids))]
-        budget = self.hs.answer_context_tokens * CHARS_PER_TOKEN // 2
-        picked, used = [], 0
-        for c in ranked:
-            text = " ".join(self.store.chunk(c)["text"].split())
-            if used + len(text) > budget and picked:
-                break
-            picked.append((c, text))
-            used += len(text)
-        chunks = "\n".join(f"[{i + 1}] {t}" for i, (_, t) in enumerate(picked)) or "(none)"
+        block = shown_evidence.pack(ranked, lambda i, c: f"[{i + 1}] {' '.join(self.store.chunk(c)['text'].split())}",
+                                    self.hs.answer_context_tokens // 2, self.tokens)
         out = self.session.ask(prompts.Answer, prompts.messages(
-            prompts.ANSWER_FROM_MEMORY, question=question, memory=self._memory_text(memory), chunks=chunks), "answer")
-        return out.answer, {"source": source, "chunk_ids": [c for c, _ in picked]}
+            prompts.ANSWER_FROM_MEMORY, question=question, memory=self._memory_text(memory),
+            chunks=block.text or "(none)"), "answer")
+        return out.answer, {"source": source, "chunk_ids": block.ids, "chunk_tokens": block.tokens,
+                            "left_out": block.left_out, "tokens_counted_by": self.tokens.name}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, NoReturn
+from typing import Any, Callable, Iterable, NoReturn
 
 FORMAT_VERSION = 1
 
@@ -281,11 +281,12 @@ class HypergraphMemory:
 
     # ---- prompts --------------------------------------------------------------------
 
-    def render(self, max_chars: int | None = None) -> str:
+    def render(self, max_chars: int | None = None, size: Callable[[str], int] = len) -> str:
         """Active points, one line each: ``[p3] description (entities: A, B, C)``.
 
         With ``max_chars`` whole lines are kept while they fit, then a note says how
-        many were left out; the result never exceeds ``max_chars``.
+        many were left out; the result never exceeds ``max_chars`` as ``size`` measures
+        it (characters; or a token counter's ``count``, the limit then in tokens).
         """
         lines = [
             f"[{p.point_id}] {p.description} (entities: "
@@ -293,14 +294,14 @@ class HypergraphMemory:
             for p in self.active_points()
         ]
         text = "\n".join(lines)
-        if max_chars is None or len(text) <= max_chars:
+        if max_chars is None or size(text) <= max_chars:
             return text
         kept: list[str] = []
         for i, line in enumerate(lines):
             note = f"[... {len(lines) - i} more memory points left out]"
-            if len("\n".join([*kept, line, note])) > max_chars:
+            if size("\n".join([*kept, line, note])) > max_chars:
                 candidate = "\n".join([*kept, note])
-                return candidate if len(candidate) <= max_chars else "\n".join(kept)
+                return candidate if size(candidate) <= max_chars else "\n".join(kept)
             kept.append(line)
         return "\n".join(kept)  # not reached: the full text did not fit
 

@@ -17,47 +17,44 @@ from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
 from memgraft.hgmem import prompts
 from memgraft.hgmem.export import to_html_steps
-from memgraft.hgmem.loop import VARIANTS, HGMemReasoner, Outcome, cut
+from memgraft.hgmem.evidence import pack, show
+from memgraft.hgmem.loop import VARIANTS, HGMemReasoner, Outcome
 from memgraft.hgmem.memory import HypergraphMemory
 from memgraft.hgmem.retrieval import Retriever, Subquery
 from memgraft.models.llm.base import LLM
 from memgraft.models.llm.session import LLMSession
+from memgraft.models.llm.tokens import token_counter
 
 METHODS = (*VARIANTS, "naive", "graph")
 OUTPUT_FIELDS = ("answer", "method", "error", "steps", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
                  "trace", "traceback")
 
 
-def _chunk_block(store: GraphStore, chunk_ids: list[str], tokens: int) -> str:
-    text = "\n".join(f"[{i + 1}] {' '.join(store.chunk(c)['text'].split())}" for i, c in enumerate(chunk_ids))
-    return cut(text, tokens) or "(none)"
-
-
 def naive_rag(question: str, store: GraphStore, session: LLMSession, settings: Settings) -> Outcome:
     t0 = time.perf_counter()
     hits = store.search_chunks(question, settings.hgmem.top_chunks)
     ids = [h.id for h in hits]
+    block = pack(ids, lambda i, c: f"[{i + 1}] {' '.join(store.chunk(c)['text'].split())}",
+                 settings.hgmem.answer_context_tokens, token_counter(settings.models.llm, str(settings.cache_path)))
     out = session.ask(prompts.Answer, prompts.messages(
-        prompts.ANSWER_FROM_PASSAGES, question=question, graph="",
-        chunks=_chunk_block(store, ids, settings.hgmem.answer_context_tokens)), "answer")
-    trace = {"question": question, "retrieved": {"chunk_ids": ids, "scores": [h.score for h in hits]}}
+        prompts.ANSWER_FROM_PASSAGES, question=question, graph="", chunks=block.text or "(none)"), "answer")
+    trace = {"question": question, "retrieved": {"chunk_ids": ids, "scores": [h.score for h in hits]},
+             "shown": {"chunk_ids": block.ids, "tokens": {"chunks": block.tokens}}}
     return Outcome(out.answer, 1, session.usage.copy(), trace, None, time.perf_counter() - t0)
 
 
 def graph_rag(question: str, store: GraphStore, session: LLMSession, settings: Settings) -> Outcome:
     t0 = time.perf_counter()
     ev = Retriever(store, settings.hgmem).retrieve([Subquery(question, "initial")], HypergraphMemory())
-    budget = settings.hgmem.answer_context_tokens
-    ents = "\n".join(f"- {store.entity(e)['name']}: {cut(store.entity(e)['description'], 40)}" for e in ev.entity_ids)
-    rels = "\n".join(
-        f"- {store.entity(r['source_id'])['name']} -- {store.entity(r['target_id'])['name']}: {cut(r['description'], 40)}"
-        for r in map(store.relation, ev.relation_ids))
-    graph = f"\nEntities:\n{cut(ents, budget // 4)}\nRelations:\n{cut(rels, budget // 4)}\n"
+    shown = show(ev, store, settings.hgmem.answer_context_tokens,
+                 token_counter(settings.models.llm, str(settings.cache_path)))
+    fields = shown.prompt_fields()
     out = session.ask(prompts.Answer, prompts.messages(
-        prompts.ANSWER_FROM_PASSAGES, question=question, graph=graph,
-        chunks=_chunk_block(store, ev.chunk_ids, budget // 2)), "answer")
+        prompts.ANSWER_FROM_PASSAGES, question=question,
+        graph=f"\nEntities:\n{fields['entities']}\nRelations:\n{fields['relations']}\n", chunks=fields["chunks"]),
+        "answer")
     trace = {"question": question, "retrieved": {"entity_ids": ev.entity_ids, "relation_ids": ev.relation_ids,
-                                                 "chunk_ids": ev.chunk_ids}}
+                                                 "chunk_ids": ev.chunk_ids}, "shown": shown.trace()}
     return Outcome(out.answer, 1, session.usage.copy(), trace, None, time.perf_counter() - t0)
 
 

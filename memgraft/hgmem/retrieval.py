@@ -5,8 +5,9 @@ entities excluded, as in the paper, unless ``exclude_memory_entities`` is off);
 local investigation ranks the entities within ``local_hops`` of the asked-about
 memory points' vertices. Each entity brings at most ``relations_per_entity``
 relations (most relevant to the subquery first), each subquery at most
-``top_chunks`` chunks from the entities and relations it found, and a step at
-most ``max_chunks_per_step`` chunks in all.
+``top_chunks`` chunks per evidence mode (the paper's two: chunks of the entities it
+found, and chunks of the relations it found, ranked separately), and a step at most
+``max_chunks_per_step`` chunks in all.
 """
 
 from __future__ import annotations
@@ -80,11 +81,12 @@ class Retriever:
             out.extend(h.id for h in self.store.rank("relations", sq.text, own, self.settings.relations_per_entity))
         return list(dict.fromkeys(out))
 
-    def chunks(self, sq: Subquery, entity_ids: list[str], relation_ids: list[str], budget: int) -> list[str]:
-        pool = [c for e in entity_ids for c in self.store.entity_chunks(e)]
-        pool += [c for r in relation_ids for c in self.store.relation(r)["chunk_ids"]]
-        k = min(self.settings.top_chunks, budget)
-        return [h.id for h in self.store.rank("chunks", sq.text, pool, k)]
+    def chunks(self, sq: Subquery, entity_ids: list[str], relation_ids: list[str]) -> list[str]:
+        """The top chunks of each mode, entity-linked first; a chunk both modes found counts once."""
+        k, query = self.settings.top_chunks, self.store.embed_query(sq.text)
+        by_entity = [c for e in entity_ids for c in self.store.entity_chunks(e)]
+        by_relation = [c for r in relation_ids for c in self.store.relation(r)["chunk_ids"]]
+        return list(dict.fromkeys(h.id for pool in (by_entity, by_relation) for h in self.store.rank("chunks", query, pool, k)))
 
     def retrieve(self, subqueries: list[Subquery], memory: HypergraphMemory) -> StepEvidence:
         """Evidence for all of a step's subqueries, within the step's chunk cap."""
@@ -94,8 +96,7 @@ class Retriever:
             ents = self.entities(sq, memory)
             rels = self.relations(sq, ents)
             budget = self.settings.max_chunks_per_step - len(seen_chunks)
-            chunks = self.chunks(sq, ents, rels, budget) if budget > 0 else []
-            chunks = [c for c in chunks if c not in seen_chunks][:max(budget, 0)]
+            chunks = [c for c in self.chunks(sq, ents, rels) if c not in seen_chunks][:max(budget, 0)] if budget > 0 else []
             seen_chunks.update(chunks)
             results.append(Retrieved(sq, ents, rels, chunks))
         return StepEvidence(results)

@@ -1,0 +1,74 @@
+"""Counting and cutting text in the LLM's own tokens, for prompt budgets.
+
+Why not characters: a budget of N tokens cut at 4 characters a token is wrong by
+a third on names, numbers and non-English text, in both directions, so a prompt
+either overflows the model's context or leaves most of it unused. The counter is
+the tokenizer of ``models.llm`` (the bundled SmolLM2's from its converted folder, a
+hub model's from the local cache); a model whose tokenizer is not on this machine
+(an OpenAI-compatible server's, say) falls back to the estimate and says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+log = logging.getLogger("memgraft.tokens")
+CHARS_PER_TOKEN = 4  # the fallback estimate only
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def truncate(self, text: str, tokens: int) -> str: ...
+
+
+class TokenizerCounter:
+    """A Hugging Face tokenizer's counts; cuts fall on token boundaries of the original text."""
+
+    def __init__(self, tokenizer, name: str):
+        self.tokenizer, self.name = tokenizer, name
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else 0
+
+    def truncate(self, text: str, tokens: int) -> str:
+        if tokens <= 0 or not text:
+            return ""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = enc["offset_mapping"]
+        return text if len(offsets) <= tokens else text[:offsets[tokens - 1][1]].rstrip() + " …"
+
+
+class EstimatedCounter:
+    """4 characters a token: where no tokenizer is at hand."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def count(self, text: str) -> int:
+        return -(-len(text) // CHARS_PER_TOKEN)
+
+    def truncate(self, text: str, tokens: int) -> str:
+        limit = max(0, tokens) * CHARS_PER_TOKEN
+        return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
+@lru_cache(maxsize=8)
+def token_counter(model: str, cache_path: str) -> TokenCounter:
+    """The counter for ``models.llm`` (cached per process: workers count many prompts)."""
+    from memgraft.models.llm.transformers_backend import ensure_hf_folder
+
+    try:
+        from transformers import AutoTokenizer
+
+        folder = ensure_hf_folder(model, Path(cache_path))
+        return TokenizerCounter(AutoTokenizer.from_pretrained(str(folder)), model)
+    except Exception as err:  # not on this machine (offline), or not a transformers tokenizer
+        log.warning("no tokenizer for %s here (%s: %s); prompt budgets use %d characters a token",
+                    model, type(err).__name__, str(err).splitlines()[0][:200] if str(err) else "", CHARS_PER_TOKEN)
+        return EstimatedCounter(f"estimate ({CHARS_PER_TOKEN} characters a token)")
