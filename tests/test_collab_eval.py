@@ -91,6 +91,11 @@ def test_methods_by_metrics_on_generated_data(tmp_path, settings, embedder):
     dense, hicomer = report.methods["dense"], report.methods["hicomer"]
     assert dense["questions"] == hicomer["questions"] > 0
     assert hicomer["orr@5"] < dense["orr@5"]  # the point of the method: fewer outdated memories retrieved
+    # the module ablations: without the updater or the validity-aware retriever, outdated memories come back;
+    # without the answer step's resolution the ranking is the same and nothing is dropped
+    m = report.methods
+    assert m["hicomer-no-updater"]["orr@5"] > hicomer["orr@5"] and m["hicomer-no-retriever"]["orr@5"] > hicomer["orr@5"]
+    assert m["hicomer-no-resolution"]["orr@5"] == hicomer["orr@5"] and m["hicomer-no-resolution"]["dropped/q"] == 0
     assert hicomer["n_rouge_l"] == 2 and 0.0 <= hicomer["rouge_l"] <= 1.0
     assert report.scorer_training["rules"]["last_loss"] < report.scorer_training["rules"]["first_loss"]
     with MemoryBank(tmp_path / "bank-raw.sqlite") as raw:  # the baselines' bank holds no decision

@@ -38,6 +38,7 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
     t = Table(title=f"{title}: methods x metrics (test teams' questions; each method's own ranking; ORR lower is better)")
     cols = ("ORR@5", "CRR@5", f"NDCG@{k}", "P@1", "ROUGE-L", "Decision F1", "dropped/q", "questions", "ms/q")
     t.add_column("method")
+    t.add_column("updater / ranking")
     for col in cols:
         t.add_column(col, justify="right")
 
@@ -47,7 +48,7 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
 
     for name, s in report.methods.items():
         answers = f" (n={s['n_rouge_l']})" if s.get("n_rouge_l") else ""
-        t.add_row(name, cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
+        t.add_row(name, f"{s.get('updater', '?')} / {s.get('ranking', '?')}", cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
                   cell(s, "rouge_l") + answers, cell(s, "decision_f1"), f"{s['dropped/q']:.2f}",
                   str(int(s["questions"])), f"{s['ms/q']:.1f}")
     con.print(t)

@@ -63,6 +63,10 @@ METHODS: dict[str, MethodSpec] = {
     "rules-updater": MethodSpec("rules", "validity", validity="state", resolve=True),
     "hicomer-no-validity": MethodSpec("updater", "validity", validity="none", resolve=True),
     "hicomer-learned-scorer": MethodSpec("updater", "validity", validity="learned", resolve=True),
+    # The paper's module ablations (its Table 4): each drops one of HiCoMER's three parts.
+    "hicomer-no-updater": MethodSpec("raw", "validity", validity="state", resolve=True),  # nothing maintained
+    "hicomer-no-retriever": MethodSpec("updater", "dense", resolve=True),  # plain dense over the maintained bank
+    "hicomer-no-resolution": MethodSpec("updater", "validity", validity="state"),  # answers from all evidence
     "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
 }
 
@@ -327,7 +331,11 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                            decision_f1=metrics.decision_f1(result.answer, q.answer))
             rows.append(row)
         report.questions += rows
-        report.methods[method.name] = _summarise(rows, options.k, time.perf_counter() - started)
+        spec = METHODS[method.name]
+        report.methods[method.name] = {
+            **_summarise(rows, options.k, time.perf_counter() - started),
+            "updater": "none" if spec.bank == "raw" else bank_kind[spec.bank],  # what maintained the bank it read
+            "ranking": spec.ranking if spec.ranking != "validity" else f"S_sem + S_val ({spec.validity})"}
     for bank in {id(b): b for b in banks.values()}.values():
         bank.close()
     return report
