@@ -59,6 +59,13 @@ def test_rerank_reorders_dense_candidates(bank, embedder):
     assert got[0].memory.memory_id == "g1-m1" and got[0].score >= got[1].score
 
 
+def test_rerank_reorders_the_hybrid_candidates_not_only_the_dense_ones(bank, embedder):
+    q = "2"  # BM25 finds "room 2"; dense alone ranks another memory first
+    hybrid, dense = ids(HybridRetriever(bank, depth=1).retrieve("lab", q, 1)), ids(DenseRetriever(bank).retrieve("lab", q, 1))
+    assert hybrid == ["g1-m0"] and dense != hybrid  # the case that tells the two apart
+    assert ids(RerankRetriever(bank, CosineReranker(embedder), top_n=1).retrieve("lab", q, 1)) == hybrid
+
+
 def test_recency_window_sees_only_the_last_groups(bank):
     got = ids(RecencyRetriever(bank, window=1).retrieve("lab", "Which primary assay does the team use?", 5))
     assert set(got) == {"g2-m0", "g2-m1"}

@@ -96,14 +96,16 @@ class HybridRetriever:
 
 
 class RerankRetriever:
-    """Dense top-N candidates, reordered by the reranker (a cross-encoder, or the cosine fallback)."""
+    """The hybrid (BM25 + dense) top-N, reordered by the reranker (a cross-encoder, or the cosine fallback):
+    the paper's Rerank RAG reranks the hybrid candidates."""
 
     def __init__(self, bank: MemoryBank, reranker: Reranker, top_n: int = 30):
         self.bank, self.reranker, self.top_n = bank, reranker, top_n
+        self.hybrid = HybridRetriever(bank, depth=top_n)
         self.name = "rerank"
 
     def retrieve(self, team: str, question: str, k: int, as_of: datetime | None = None) -> list[Ranked]:
-        candidates = [m for m, _ in self.bank.search(team, question, self.top_n, as_of=as_of)]
+        candidates = [r.memory for r in self.hybrid.retrieve(team, question, self.top_n, as_of=as_of)]
         if not candidates:
             return []
         return _top(candidates, np.asarray(self.reranker.score(question, [m.maintained for m in candidates])), k)
