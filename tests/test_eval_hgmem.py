@@ -523,3 +523,14 @@ def test_longbench_baseline_is_one_of_the_methods(tmp_path):
     assert result["methods"]["naive"]["comprehensiveness"] == 7
     with pytest.raises(ValueError, match="must name one"):
         report.score_runs([run], "longbench", judge=judge, baseline="hgmem-nomerge")
+
+
+def test_hyperedge_size_overall_and_per_question_kind():
+    from memgraft.eval.scoring import usage_metrics
+
+    rows = [{"id": "2hop__1", "hyperedge_size": 2.0}, {"id": "2hop__2", "hyperedge_size": 3.0},
+            {"id": "4hop1__3", "hyperedge_size": 5.0}, {"id": "4hop1__4", "error": "x", "answer": None}]
+    m = usage_metrics(rows)
+    assert m["hyperedge_size"] == pytest.approx(10 / 3)
+    assert m["hyperedge_size[2hop]"] == 2.5 and m["hyperedge_size[4hop1]"] == 5.0
+    assert "hyperedge_size" not in usage_metrics([{"id": "q", "answer": "a"}])  # naive, graph: no memory

@@ -120,6 +120,13 @@ def test_every_method_runs(world, settings3, tmp_path):
         assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0 and row["method"] == method
         assert json.loads(open(row["trace"]).read())["question"] == "Who did Ada Lovelace work with?"
         assert row["answer"] == "scripted answer" and row["steps"] >= 1
+        if method.startswith("hgmem"):  # the paper's Table 3: entities per memory point of the final memory
+            final = json.loads(open(row["trace"]).read())["final_memory"]
+            points = [p for p in final["points"] if p["merged_into"] is None]  # merged points are not active
+            assert row["memory_points"] == len(points) >= 1
+            assert row["hyperedge_size"] == sum(len(p["vertex_ids"]) for p in points) / len(points) >= 2
+        else:
+            assert "hyperedge_size" not in row
     naive = json.loads(open(tmp_path / "q-naive.naive.json").read())
     assert naive["retrieved"]["chunk_ids"][0] == "c0"
     assert (tmp_path / "q-hgmem.hgmem.html").exists()

@@ -225,7 +225,8 @@ def score_runs(
 def columns(result: Mapping[str, Any]) -> list[str]:
     """The table's columns: the dataset's metrics present in any method, then the costs."""
     present = {k for ms in result["methods"].values() for k in ms}
-    return [c for c in (*COLUMNS[result["dataset"]], *COST_COLUMNS) if c in present]
+    shape = ["hyperedge_size", *sorted(k for k in present if k.startswith("hyperedge_size["))]
+    return [c for c in (*COLUMNS[result["dataset"]], *COST_COLUMNS, *shape) if c in present]
 
 
 def _cell(value: Any) -> str:

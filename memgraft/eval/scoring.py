@@ -45,7 +45,31 @@ def usage_metrics(rows: Sequence[Row]) -> dict[str, Any]:
         "llm_calls/q": mean([float(r.get("llm_calls") or 0) for r in rows]),
         "seconds/q": mean([float(r.get("seconds") or 0.0) for r in rows]),
         "steps/q": mean([float(r.get("steps") or 0) for r in rows]),
+        **hyperedge_sizes(rows),
     }
+
+
+def question_kind(row: Mapping[str, Any]) -> str | None:
+    """The dataset's own label of a question's kind: a ``type``/``question_type`` field, or MuSiQue's
+    id prefix (``2hop__...``, ``3hop1__...``)."""
+    kind = row.get("question_type") or row.get("type")
+    if kind:
+        return str(kind)
+    qid = str(row.get("id", ""))
+    return qid.split("__", 1)[0] if "__" in qid else None
+
+
+def hyperedge_sizes(rows: Sequence[Row]) -> dict[str, Any]:
+    """Mean entities per memory point of each question's final memory (HGMem methods only), overall and
+    per question kind where the dataset labels it (the paper's Table 3)."""
+    sized = [r for r in rows if r.get("hyperedge_size") is not None]
+    if not sized:
+        return {}
+    out: dict[str, Any] = {"hyperedge_size": mean([float(r["hyperedge_size"]) for r in sized])}
+    kinds = sorted({k for r in sized if (k := question_kind(r))})
+    for kind in kinds if len(kinds) > 1 else []:
+        out[f"hyperedge_size[{kind}]"] = mean([float(r["hyperedge_size"]) for r in sized if question_kind(r) == kind])
+    return out
 
 
 # -- MuSiQue ---------------------------------------------------------------------------------

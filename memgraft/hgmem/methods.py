@@ -27,7 +27,7 @@ from memgraft.models.llm.tokens import token_counter
 
 METHODS = (*VARIANTS, "naive", "graph")
 OUTPUT_FIELDS = ("answer", "method", "error", "steps", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
-                 "trace", "traceback")
+                 "trace", "traceback", "memory_points", "hyperedge_size")
 
 
 def naive_rag(question: str, store: GraphStore, session: LLMSession, settings: Settings) -> Outcome:
@@ -104,7 +104,16 @@ def record_answer(record: dict[str, Any], method: str, store: GraphStore, llm: L
     return {**_passed_through(record, method), "answer": outcome.answer, "error": None, "steps": outcome.steps,
             "llm_calls": outcome.usage.calls, "prompt_tokens": outcome.usage.prompt_tokens,
             "completion_tokens": outcome.usage.completion_tokens, "seconds": round(time.perf_counter() - t0, 3),
-            "trace": str(path)}, outcome
+            "trace": str(path), **memory_shape(outcome.memory)}, outcome
+
+
+def memory_shape(memory: HypergraphMemory | None) -> dict[str, Any]:
+    """The final memory's points and their mean entities per point (the paper's Table 3: hyperedge size)."""
+    if memory is None:
+        return {}
+    points = memory.active_points()
+    size = sum(len(p.vertex_ids) for p in points) / len(points) if points else None
+    return {"memory_points": len(points), "hyperedge_size": size}
 
 
 def _passed_through(record: dict[str, Any], method: str) -> dict[str, Any]:
