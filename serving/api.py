@@ -7,48 +7,27 @@ the library's blocking calls in a worker thread, so the event loop keeps
 answering (health checks included) while a model thinks. Writes to one team wait
 their turn on an asyncio lock before taking a thread, so twenty writers to one
 team hold one worker thread, not twenty. The same tools are served to agents over
-MCP at ``/mcp`` (:mod:`serving.mcp_http`), with the same tokens and service.
+MCP at ``/mcp`` (:mod:`serving.mcp_http`), with the same tokens and service, and
+people browse them with the web page at ``/ui`` (:mod:`serving.webpage`) over
+these routes and the read-only ones in :mod:`serving.reads`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Awaitable, Callable, Literal
+from typing import Any, Awaitable, Callable, Literal
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from serving import caps, chat, errors, mcp_http, schemas
+from serving import caps, chat, errors, mcp_http, reads, schemas, webpage
 from serving.access import Access
+from serving.deps import AccessDep, Graph, ServiceDep, Team, Token, TraceId
+from serving.deps import token_of as _token
 from serving.limits import BodyLimit
-from serving.names import NAME, TRACE
 from serving.service import Service
 
 Chat = Callable[[schemas.ChatCompletionRequest], Awaitable[Any]]
-
-_bearer = HTTPBearer(auto_error=False, description="a team token (its team's memories) or a reader token (graphs)")
-Token = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-Team = Annotated[str, Path(pattern=NAME.pattern, description="the team; its bank is <banks_dir>/<team>.sqlite")]
-Graph = Annotated[str, Path(pattern=NAME.pattern, description="a graph folder directly under graphs_dir")]
-TraceId = Annotated[str, Path(pattern=TRACE.pattern, description="the trace_id a query returned")]
-
-
-def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
-    return credentials.credentials if credentials else None
-
-
-def _service(request: Request) -> Service:
-    return request.app.state.service
-
-
-def _access(request: Request) -> Access:
-    return request.app.state.access
-
-
-ServiceDep = Annotated[Service, Depends(_service)]
-AccessDep = Annotated[Access, Depends(_access)]
-
 
 def create_api() -> FastAPI:
     api = FastAPI(
@@ -112,7 +91,9 @@ def create_api() -> FastAPI:
                                                                       body.max_tokens)})
         return await request.app.state.chat(body)
 
+    api.include_router(reads.router)  # read-only views of graphs and banks, for the web page
     mcp_http.mount(api, lambda team: _writer(api, team))  # the same tools for agents, at /mcp
+    webpage.mount(api)  # the web page, at /ui
     return api
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from memgraft.collab.types import Memory, MemoryGroup, StreamMemory
 from memgraft.hgmem.methods import METHODS
@@ -47,6 +47,7 @@ def _in_calendar(value: datetime) -> datetime:
 
 Text = Annotated[str, AfterValidator(_encodable)]
 Time = Annotated[datetime, AfterValidator(_in_calendar)]
+TimeAdapter = TypeAdapter(Time)  # a query parameter's time, checked as a body's is
 Count = Annotated[int, Field(ge=1, strict=True)]  # strict: true is not 1
 
 
@@ -276,3 +277,71 @@ class ChatCompletionResponse(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: ChatUsage
+
+
+# -- browsing a graph (the web page's read-only views) ----------------------------------------
+
+
+class GraphInfo(BaseModel):
+    graph: str
+    counts: dict[str, int] = Field(default_factory=dict, description="chunks, entities, relations")
+    embedder: str | None = None
+
+
+class GraphsResponse(BaseModel):
+    graphs: list[GraphInfo]
+
+
+class EntityOut(BaseModel):
+    entity_id: str
+    name: str
+    type: str
+    description: str
+
+
+class EntityHit(EntityOut):
+    score: float
+
+
+class EntitySearchResponse(BaseModel):
+    graph: str
+    query: str
+    hits: list[EntityHit]
+
+
+class RelationOut(BaseModel):
+    relation_id: str
+    source_id: str
+    target_id: str
+    description: str
+    weight: float
+    chunk_ids: list[str]
+
+
+class ChunkOut(BaseModel):
+    chunk_id: str
+    doc_id: str
+    text: str
+
+
+class ChunksResponse(BaseModel):
+    graph: str
+    chunks: list[ChunkOut] = Field(description="in the order asked; ids the graph lacks are left out")
+
+
+class EntityView(BaseModel):
+    """One entity and its one-hop neighbourhood: the relations touching it, the entities at their
+    other ends, and the chunks the entity was extracted from."""
+
+    graph: str
+    entity: EntityOut
+    neighbours: list[EntityOut]
+    relations: list[RelationOut] = Field(description="heaviest first, at most serving.max_k")
+    chunks: list[ChunkOut]
+
+
+class WhoAmI(BaseModel):
+    """What a token reaches, so a client can offer only that."""
+
+    team: str | None = Field(description="the team a team token belongs to")
+    reader: bool = Field(description="whether it reads graphs and traces")
