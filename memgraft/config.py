@@ -65,7 +65,9 @@ class GenerationSettings(_Section):
 
 
 class ExtractionSettings(_Section):
-    method: Literal["spacy", "llm"] = "spacy"
+    # spacy: entities linked by sharing a sentence; openie: by a verb (subject-predicate-object, from the
+    # dependency parse; HGMem's Table 4 graph); llm: the schema-constrained LLM extractor
+    method: Literal["spacy", "openie", "llm"] = "spacy"
     noun_chunks: bool = True
     max_entities_per_sentence: int = 8
     max_description_parts: int = 5

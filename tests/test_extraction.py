@@ -69,3 +69,20 @@ def test_extract_batch_adds_columns(extractor):
     out = extract_batch(extractor, {"chunk_id": ["a"], "text": ["Paris is in France."]})
     assert out["chunk_id"] == ["a"] and out["extract_error"] == [""]
     assert {e["name"] for e in out["entities"][0]} == {"Paris", "France"}
+
+
+def test_openie_links_what_a_verb_links_not_every_pair_in_a_sentence(settings):
+    """HGMem's Table 4 graph: subject-predicate-object triples from the dependency parse."""
+    from memgraft.graph.extractors import make_extractor
+
+    s = settings.model_copy(update={"extraction": settings.extraction.model_copy(update={"method": "openie"})})
+    extractor = make_extractor(s)
+    assert extractor.name.startswith("openie:")
+    [r] = extractor.extract(["Ada Lovelace worked with Charles Babbage in London. Babbage designed the Analytical Engine."])
+    triples = {(m.source, m.target): m.description for m in r.relations}
+    assert triples[("Ada Lovelace", "Charles Babbage")] == "Ada Lovelace worked with Charles Babbage"
+    assert triples[("Babbage", "Analytical Engine")] == "Babbage designed Analytical Engine"
+    assert ("Charles Babbage", "London") not in triples  # co-occurring, but no verb links them
+    cooccurrence = SpacyExtractor(settings.extraction).extract(["Ada Lovelace worked with Charles Babbage in London."])[0]
+    assert any({m.source, m.target} == {"Charles Babbage", "London"} for m in cooccurrence.relations)
+    assert {e.name for e in r.entities} >= {"Ada Lovelace", "Charles Babbage", "London", "Analytical Engine"}

@@ -11,6 +11,10 @@ def make_extractor(settings: Settings) -> Extractor:
         from memgraft.graph.spacy_extractor import SpacyExtractor
 
         return SpacyExtractor(settings.extraction, settings.models.spacy_model)
+    if settings.extraction.method == "openie":
+        from memgraft.graph.openie_extractor import OpenIEExtractor
+
+        return OpenIEExtractor(settings.extraction, settings.models.spacy_model)
     from memgraft.graph.llm_extractor import LLMExtractor
     from memgraft.models.llm import load_llm
 
