@@ -8,13 +8,13 @@ DATA   ?= ../shared/data
 OUT    ?= out
 PROFILE ?= local
 DEMO_PASSAGES ?= 200  # the demo indexes this many MuSiQue passages (0: all); `make bench` takes the whole corpus
-DEMO_ASK ?= 3  # and asks HGMem this many of their questions
+DEMO_ASK ?= 1  # and asks HGMem this many of their questions (each about 4-6 minutes on 2 cores)
 export DS_BUILD_OPS = 0
 export HF_HUB_OFFLINE = 1
 export TRANSFORMERS_OFFLINE = 1
 export RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO = 0
 
-.PHONY: install demo test test-vllm build-graphs bench clean train-updater train-updater-llm train-retriever
+.PHONY: install browser demo test test-vllm build-graphs bench clean train-updater train-updater-llm train-retriever
 
 install: $(STAMP)
 
@@ -30,12 +30,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m memgraft.models.dtype --probe  # bf16 or fp32 for profile 'local' on this CPU, cached
 	touch $(STAMP)
 
+# The web page's test (tests/test_ui.py) drives Debian's headless chromium through chromium-driver. Installed
+# only when missing, with sudo only when not root; without apt-get it says so and the test skips.
+browser:
+	@test -x /usr/bin/chromedriver || { \
+	  if ! command -v apt-get >/dev/null; then echo "no apt-get: tests/test_ui.py will skip (no chromium-driver)"; \
+	  else SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	    $$SUDO apt-get install -y -q chromium chromium-driver || \
+	    { $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium chromium-driver; }; fi; }
+
 demo: install
 	$(PY) pipelines/demo.py --corpus $(DATA)/musique/musique_train_corpus.json \
 		--questions $(DATA)/musique/musique_train.json --output $(OUT)/demo-graph --answers $(OUT)/demo-answers \
 		--profile $(PROFILE) --passages $(DEMO_PASSAGES) --ask $(DEMO_ASK)
 
-test: install
+test: install browser
 	$(PY) -m pytest -q -x --durations=25
 
 build-graphs: install

@@ -1,8 +1,7 @@
 """The MCP server driven by the SDK's own client, over both transports.
 
-HTTP: the FastAPI app the ingress builds (``create_api`` + ``serve_state``), on
-in-process doubles (hash embedder, scripted LLM), served by uvicorn on a free
-port: the tools and resources with the REST tokens, and a team token refused on
+HTTP: the FastAPI app the ingress builds, on in-process doubles, served by
+uvicorn on a free port (:mod:`tests.served_app`, which test_ui shares): the tools and resources with the REST tokens, and a team token refused on
 another team. Stdio: ``python -m serving.mcp --bank B`` as a subprocess on a bank
 of a generated stream, with the real embedded embedder and, as its LLM, an
 OpenAI-compatible double on a local port (``models.llm_backend=openai``).
@@ -13,87 +12,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
-import threading
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator
 
 import httpx
 import httpx2
-import numpy as np
-import pyarrow as pa
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from memgraft.collab.data.generator import generate
-from memgraft.config import load_settings
-from memgraft.graph import vector_index
-from memgraft.graph.folder import TABLES, GraphData, GraphFolder
-from memgraft.ids import entity_id, relation_id
-from memgraft.models.llm.base import ChatRequest
-from memgraft.models.reranker import CosineReranker
-from serving.access import Access
-from serving.api import create_api, serve_state
-from serving.service import Models, Service
-from serving.settings import load_profile
 from tests.collab_banks import bank_from_gold
-from tests.doubles import HashEmbedder, HGMemScript, ScriptedLLM
+from tests.served_app import FACTS, LAB, OPS, READ, group, served, served_app, write_graph
 
 REPO = Path(__file__).resolve().parent.parent
-TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
-LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
 TOOLS = {"search_memories", "add_memory_group", "answer_from_memories", "memory_history", "query_graph", "get_trace"}
 TEMPLATES = {"memgraft://teams/{team}/memories", "memgraft://graphs/{graph}/manifest"}
-FACTS = [
-    ("Ada Lovelace", "Charles Babbage", "Ada Lovelace worked with Charles Babbage on the engine."),
-    ("Charles Babbage", "Analytical Engine", "Charles Babbage designed the Analytical Engine."),
-    ("Analytical Engine", "London", "The Analytical Engine was planned in London."),
-    ("Ada Lovelace", "Lord Byron", "Ada Lovelace was the daughter of Lord Byron."),
-    ("Lord Byron", "Greece", "Lord Byron died in Greece."),
-    ("Greece", "Athens", "Athens is the capital of Greece."),
-    ("Alan Turing", "Bletchley Park", "Alan Turing worked at Bletchley Park."),
-    ("Bletchley Park", "Enigma", "Enigma was broken at Bletchley Park."),
-    ("Alan Turing", "Manchester", "Alan Turing later worked in Manchester."),
-    ("Manchester", "Baby computer", "The Baby computer ran in Manchester."),
-]
-
-
-def write_graph(folder: Path, embedder) -> None:
-    """A ten-fact graph folder (test_hgmem_loop's world), as a build writes one (the tables a query reads, vectors, flat indexes)."""
-    names = sorted({n for a, b, _ in FACTS for n in (a, b)})
-    chunks = [{"chunk_id": f"c{i}", "doc_id": f"d{i}", "text": t, "token_start": 0, "token_end": 10, "n_tokens": 10,
-               "char_start": 0, "char_end": len(t)} for i, (_, _, t) in enumerate(FACTS)]
-    ents = [{"entity_id": entity_id(n), "name": n, "type": "concept", "description": f"About {n}.",
-             "chunk_ids": [f"c{i}" for i, (a, b, _) in enumerate(FACTS) if n in (a, b)]} for n in names]
-    rels = [{"relation_id": relation_id(*sorted((entity_id(a), entity_id(b)))),
-             "source_id": min(entity_id(a), entity_id(b)), "target_id": max(entity_id(a), entity_id(b)),
-             "description": t, "weight": 1.0, "chunk_ids": [f"c{i}"]} for i, (a, b, t) in enumerate(FACTS)]
-    rows = {"chunks": chunks, "entities": ents, "relations": rels}
-    tables = {k: pa.Table.from_pylist(rows[k]) if k in rows else pa.table({"id": pa.array([], pa.string())})
-              for k in TABLES}
-    vectors = {"chunks": embedder.encode([c["text"] for c in chunks]),
-               "entities": embedder.encode([e["name"] for e in ents]),
-               "relations": embedder.encode([r["description"] for r in rels])}
-    indexes = {}
-    for kind, v in vectors.items():
-        index = vector_index.faiss.IndexFlatIP(v.shape[1])
-        index.add(np.ascontiguousarray(v, dtype=np.float32))
-        indexes[kind] = vector_index.to_bytes(index)
-    manifest = {"format": "memgraft-graph/1", "counts": {k: len(v) for k, v in rows.items()},
-                "models": {"embedder": embedder.name, "dim": embedder.dim}}
-    GraphFolder(str(folder)).write(GraphData(tables, vectors, manifest), indexes)
-
-
-def group(team, gid, day, *texts):
-    return {"team": team, "group_id": gid, "time": f"2025-01-{day:02d}T09:00:00",
-            "memories": [{"memory_id": f"{gid}-m{i}", "type": "team" if i == 0 else "individual", "author": "ann",
-                          "content": t} for i, t in enumerate(texts)]}
 
 
 def text_of(result) -> str:
@@ -106,53 +44,11 @@ def refused(result) -> str:
     return text_of(result).split(": ", 1)[1]
 
 
-class Script(HGMemScript):
-    """HGMem's scripted path, plus a team answer."""
-
-    def __call__(self, request: ChatRequest) -> str:
-        if (request.json_schema or {}).get("title") == "CollabAnswer":
-            return json.dumps({"answer": "Deploys happen on Tuesdays."})
-        return super().__call__(request)
-
-
-@contextmanager
-def served(app) -> Iterator[str]:
-    """``app`` on uvicorn in a thread, on a free port: its base URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    pause = threading.Event()
-    while thread.is_alive() and not server.started:
-        pause.wait(0.05)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join()
-
-
 @pytest.fixture(scope="module")
 def http_url(tmp_path_factory):
     """The ingress's app (REST and MCP at /mcp) on in-process doubles: its MCP URL."""
-    root = tmp_path_factory.mktemp("mcp-http")
-    (root / "tokens.json").write_text(json.dumps(TOKENS))
-    embedder = HashEmbedder()
-    write_graph(root / "graphs" / "facts", embedder)
-    # the rules judge both ways (the bundled pair judge reads MiniLM vectors); HGMem's scripted three steps
-    s = load_settings("local", ["hicomer.updater_policy=rules", "hicomer.conflict_judge=rules", "hgmem.max_step=2",
-                                "hgmem.top_entities=4", "hgmem.relations_per_entity=2", "hgmem.top_chunks=3",
-                                "hgmem.max_chunks_per_step=5"])
-    _, serving = load_profile("local", [f"serving.banks_dir={root / 'banks'}", f"serving.graphs_dir={root / 'graphs'}",
-                                        f"serving.traces_dir={root / 'traces'}", "serving.max_k=20"])
-    service = Service(s, serving, Models(llm=ScriptedLLM(Script()), embedder=embedder,
-                                         reranker=CosineReranker(embedder)))
-    with served(serve_state(create_api(), service, Access(str(root / "tokens.json")))) as url:
+    with served_app(tmp_path_factory.mktemp("mcp-http")) as (url, _):
         yield f"{url}/mcp"
-    service.close()
 
 
 @asynccontextmanager
