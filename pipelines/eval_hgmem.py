@@ -1,0 +1,115 @@
+"""The HGMem paper's tables in one run: every method, on the full graph and weaker ones, with one LLM.
+
+    python pipelines/eval_hgmem.py --graph DIR --questions Q.jsonl --output OUT [--limit 20]
+        [--drop 0.5] [--also openie=DIR_OPENIE] [--methods hgmem,naive,...]
+
+For each graph (the full one; a seeded copy with ``--drop`` of its entities and
+relations removed, written under OUT; any ``--also NAME=DIR``, e.g. a graph built with
+``extraction.method=openie``) it answers the questions with every method through the
+driver (``pipelines/answer_queries.py``: resumable, one line per question) and prints
+the score table: accuracy, passage recall, tokens, LLM calls and seconds per question
+(Table 7) and the final memory's entities per point (Table 3), one table per graph
+(Table 4). One LLM engine serves every run, so the rows compare methods, not models.
+MuSiQue-style questions (gold answers in the file) are scored here; for the datasets an
+LLM judges, run ``python -m memgraft.eval score`` on the run folders.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import typer
+
+from memgraft.config import Settings, load_settings
+from memgraft.eval import report
+from memgraft.graph.degrade import write_degraded
+from memgraft.hgmem.methods import METHODS
+from memgraft.models.llm.base import LLM
+from pipelines.answer_queries import run_answers, start_llm
+from pipelines.runtime import configure_output, init_ray
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+
+
+def run_tables(settings: Settings, graph: str, questions: str, output: str, *, methods: Sequence[str] = METHODS,
+               limit: int | None = None, drop: float = 0.5, seed: int = 0, also: dict[str, str] | None = None,
+               dataset: str = "musique", llm: LLM | None = None) -> dict[str, Any]:
+    """``{graph name: score_runs result}``; also written to ``OUT/tables.json``."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; methods: {', '.join(METHODS)}")
+    if dataset in report.JUDGED:
+        raise ValueError(f"{dataset} is scored by an LLM judge: run the methods with answer_queries.py and score "
+                         f"them with python -m memgraft.eval score")
+    out = Path(output)
+    graphs = {"full": graph}
+    if drop > 0:
+        degraded = out / "graphs" / f"drop-{drop:g}-seed-{seed}"
+        if not (degraded / "manifest.json").exists():  # a rerun keeps the copy its answers came from
+            write_degraded(graph, str(degraded), drop, seed)
+        graphs[f"{drop:.0%} dropped"] = str(degraded)
+    graphs.update(also or {})
+    init_ray()
+    llm = llm if llm is not None else start_llm(settings)  # one engine for every run
+    tables: dict[str, Any] = {}
+    for name, folder in graphs.items():
+        runs = []
+        for method in methods:
+            run = out / "runs" / _slug(name) / method
+            run_answers(settings, folder, questions, str(run), method, limit=limit, llm=llm)
+            runs.append(str(run))
+        result = report.score_runs(runs, dataset, graph=folder if dataset == "musique" else None)
+        result.pop("questions", None)
+        tables[name] = result
+    (out / "tables.json").write_text(json.dumps(tables, indent=1, default=str))
+    return tables
+
+
+def print_tables(tables: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    for name, result in tables.items():
+        t = report.table(result)
+        t.title = f"graph: {name}"
+        console.print(t)
+
+
+def main(
+    graph: str = typer.Option(..., help="a graph folder built by build_graphs.py"),
+    questions: str = typer.Option(..., help="questions JSONL with gold answers (python -m memgraft.eval questions)"),
+    output: str = typer.Option(..., help="folder for the degraded graph, the runs and tables.json"),
+    methods: str = typer.Option(",".join(METHODS), help="comma-separated methods"),
+    limit: Optional[int] = typer.Option(None, help="the first N questions"),
+    drop: float = typer.Option(0.5, help="share of entities and relations the degraded copy drops (0: none)"),
+    seed: int = typer.Option(0, help="which ones it drops"),
+    also: list[str] = typer.Option([], "--also", help="NAME=DIR: another graph of the same documents (repeatable)"),
+    dataset: str = typer.Option("musique", help="how answers are scored (musique or another unjudged dataset)"),
+    profile: str = typer.Option("local"),
+    set_: list[str] = typer.Option([], "--set", help="section.field=value (repeatable)"),
+    verbose: bool = typer.Option(False, "--verbose"),
+) -> None:
+    configure_output(verbose)
+    extra = dict(a.split("=", 1) for a in also if "=" in a)
+    if len(extra) != len(also):
+        raise typer.BadParameter("--also takes NAME=DIR")
+    try:
+        tables = run_tables(load_settings(profile, set_), graph, questions, output, methods=methods.split(","),
+                            limit=limit, drop=drop, seed=seed, also=extra, dataset=dataset)
+    except (FileNotFoundError, ValueError) as err:
+        typer.echo(f"eval_hgmem: {err}", err=True)
+        raise typer.Exit(2) from err
+    print_tables(tables)
+    typer.echo(f"tables written to {Path(output) / 'tables.json'}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
