@@ -68,12 +68,19 @@ METHODS: dict[str, MethodSpec] = {
     "hicomer-no-retriever": MethodSpec("updater", "dense", resolve=True),  # plain dense over the maintained bank
     "hicomer-no-resolution": MethodSpec("updater", "validity", validity="state"),  # answers from all evidence
     "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
+    # The peers the paper compares with (memgraft.collab.peer_baselines); the last two ask the LLM.
+    "g-memory": MethodSpec("raw", "g-memory"),
+    "self-rag": MethodSpec("raw", "self-rag"),
+    "mem0": MethodSpec("mem0", "dense"),
 }
+# Methods that call the LLM per group or per retrieved memory: named with --methods, not run by default
+# (on a 2-core CPU the bundled SmolLM2 takes seconds a call, thousands of calls a dataset).
+LLM_METHODS = ("self-rag", "mem0")
 
 
 @dataclass
 class EvalOptions:
-    methods: Sequence[str] = tuple(METHODS)
+    methods: Sequence[str] = tuple(m for m in METHODS if m not in LLM_METHODS)
     updater: str = "judge"  # the bank HiCoMER's rows read: judge, rules, llm or gold
     k: int = 10  # ranked list scored by NDCG@k; ORR and CRR use its top 5
     evidence: int = 5  # memories an answer is given
@@ -140,7 +147,14 @@ def build_bank(path: Path, dataset: Dataset, embedder: Embedder, how: str, setti
         from memgraft.collab.policies import make_policy
         from memgraft.collab.updater import Updater
 
-        policy = make_policy(settings, kind=how, llm=None if settings.hicomer.updater_model else llm, embedder=embedder)
+        if how == "mem0":
+            from memgraft.collab.peer_baselines import Mem0Policy
+            from memgraft.models.llm.factory import load_llm
+
+            policy: Any = Mem0Policy(llm or load_llm(settings), settings.generation)
+        else:
+            policy = make_policy(settings, kind=how, llm=None if settings.hicomer.updater_model else llm,
+                                 embedder=embedder)
         updater = Updater(bank, policy, settings.hicomer)
         for g in groups:
             updater.apply(g)
@@ -244,7 +258,11 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
     report = EvalReport(info={"updater": options.updater, "reranker": getattr(reranker, "name", type(reranker).__name__)})
 
     wanted = {"updater" if METHODS[m].bank == "updater" else METHODS[m].bank for m in options.methods}
-    bank_kind = {"raw": "raw", "rules": "rules", "updater": options.updater}
+    bank_kind = {"raw": "raw", "rules": "rules", "mem0": "mem0", "updater": options.updater}
+    if llm is None and any(m in LLM_METHODS for m in options.methods):
+        from memgraft.models.llm.factory import load_llm
+
+        llm = load_llm(settings)
     banks: dict[str, MemoryBank] = {}
     for role in sorted(wanted):
         how = bank_kind[role]
@@ -297,7 +315,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
             retriever = ValidityRetriever(bank, embedder, reranker, s_val, settings.hicomer)
             retrieve = _validity_memories(retriever)
         else:
-            retrieve = _ranked_memories(_baseline(spec.ranking, bank, reranker, settings))
+            retrieve = _ranked_memories(_baseline(spec.ranking, bank, reranker, settings, llm))
         # Conflicts between retrieved memories: hicomer.conflict_judge (the pair judge by default; pairwise
         # LLM judgements, k*(k-1)/2 per question, would dominate the run on a CPU).
         methods.append(Method(name, retrieve, ConflictJudge(conflict_policy) if spec.resolve else None,
@@ -345,11 +363,15 @@ def _validity_memories(retriever: Any) -> Callable[[str, str, int, datetime | No
     return lambda team, question, k, as_of: [h.memory for h in retriever.search(team, question, k=k, as_of=as_of)]
 
 
-def _baseline(name: str, bank: MemoryBank, reranker: Reranker, settings: Settings) -> MemoryRetriever:
+def _baseline(name: str, bank: MemoryBank, reranker: Reranker, settings: Settings,
+              llm: LLM | None = None) -> MemoryRetriever:
+    from memgraft.collab.peer_baselines import HierarchicalRetriever, SelfReflectRetriever
+
     top_n = settings.hicomer.candidate_top_n
     return {"dense": lambda: DenseRetriever(bank), "hybrid": lambda: HybridRetriever(bank, depth=top_n),
             "rerank": lambda: RerankRetriever(bank, reranker, top_n=top_n), "recency": lambda: RecencyRetriever(bank),
-            "rri": lambda: RelevanceRecencyImportance(bank)}[name]()
+            "rri": lambda: RelevanceRecencyImportance(bank), "g-memory": lambda: HierarchicalRetriever(bank),
+            "self-rag": lambda: SelfReflectRetriever(bank, llm, settings.generation)}[name]()
 
 
 def _means(rows: Sequence[Row], k: int) -> dict[str, float]:

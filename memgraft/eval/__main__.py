@@ -169,7 +169,7 @@ def collab(
     settings = load_settings(profile, set_)
     embedder = load_embedder(settings)
     reranker = load_reranker(settings, embedder)
-    options = evaluate.EvalOptions(methods=tuple(methods.split(",")) if methods else tuple(evaluate.METHODS),
+    options = evaluate.EvalOptions(methods=tuple(methods.split(",")) if methods else evaluate.EvalOptions().methods,
                                    updater=updater, answers=answers, max_questions=max_questions, seed=seed)
     written = {}
     for i, (title, dataset) in enumerate(sources):
