@@ -148,7 +148,8 @@ def main(
         store = GraphStore.load(output, load_embedder(settings))
         show_retrieval(store, first)
         parts.append(("retrieval for one question", time.perf_counter() - t, "load the graph, top entities and chunks"))
-        console.print(f"\nAnswering {ask} questions with {method} on {settings.models.llm} (CPU: about a minute each)…")
+        console.print(f"\nAnswering {ask} question{'s' if ask != 1 else ''} with {method} on {settings.models.llm} "
+                      f"({settings.hgmem.max_step + 1} rounds; on a 2-core CPU about five minutes each)…")
         t = time.perf_counter()
         summary = run_answers(settings, output, questions, answers, method, limit=ask)
         console.print(summary)
