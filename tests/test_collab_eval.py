@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.data.generator import generate
+from memgraft.collab.data.generator import QUESTION_TYPES
 from memgraft.collab.evaluate import LLM_METHODS, METHODS, EvalOptions, run_eval
 from memgraft.models.reranker import CosineReranker
 from tests.doubles import ScriptedLLM
@@ -83,7 +84,7 @@ def test_cli_add_group_search_memories_history(tmp_path):
 
 def test_methods_by_metrics_on_generated_data(tmp_path, settings, embedder):
     data = generate(seed=2, teams=4, groups=8)
-    options = EvalOptions(updater="rules", answers=2, seed=0)
+    options = EvalOptions(updater="rules", answers=40, seed=0)
     report = run_eval(data, settings, tmp_path, options, embedder=embedder, reranker=CosineReranker(embedder),
                       llm=ScriptedLLM(echo_answer))
     assert set(report.methods) == set(METHODS) - set(LLM_METHODS)  # the LLM-driven peers only when named
@@ -96,7 +97,15 @@ def test_methods_by_metrics_on_generated_data(tmp_path, settings, embedder):
     m = report.methods
     assert m["hicomer-no-updater"]["orr@5"] > hicomer["orr@5"] and m["hicomer-no-retriever"]["orr@5"] > hicomer["orr@5"]
     assert m["hicomer-no-resolution"]["orr@5"] == hicomer["orr@5"] and m["hicomer-no-resolution"]["dropped/q"] == 0
-    assert hicomer["n_rouge_l"] == 2 and 0.0 <= hicomer["rouge_l"] <= 1.0
+    assert hicomer["n_rouge_l"] == min(40, hicomer["questions"]) and 0.0 <= hicomer["rouge_l"] <= 1.0
+    # every metric per query type; Decision F1 only on the decision-oriented types
+    from memgraft.collab.evaluate import DECISION_TYPES
+
+    by = hicomer["by_qtype"]
+    assert set(by) <= set(QUESTION_TYPES) and sum(v["questions"] for v in by.values()) == hicomer["questions"]
+    scored = [r for r in report.questions if r["method"] == "hicomer" and "rouge_l" in r]
+    assert all(("decision_f1" in r) == (r["qtype"] in DECISION_TYPES) for r in scored)
+    assert hicomer["n_decision_f1"] == sum(r["qtype"] in DECISION_TYPES for r in scored) > 0
     assert report.scorer_training["rules"]["last_loss"] < report.scorer_training["rules"]["first_loss"]
     with MemoryBank(tmp_path / "bank-raw.sqlite") as raw:  # the baselines' bank holds no decision
         assert all(not raw.decisions(t) for t in raw.teams())

@@ -62,6 +62,18 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
             t.add_row(name, *(" / ".join(cell(s.get("by_asked", {}).get(kind, {}), key)
                                          for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1")) for kind in kinds))
         con.print(t)
+    types = sorted({t for s in report.methods.values() for t in s.get("by_qtype", {})})
+    if types:
+        t = Table(title=f"{title}: by query type (ORR@5 / CRR@5 / NDCG@{k} / P@1; Decision F1 on the decision types)")
+        t.add_column("method")
+        for qt in types:
+            t.add_column(qt, justify="right")
+        for name, s in report.methods.items():
+            by = s.get("by_qtype", {})
+            t.add_row(name, *(" / ".join(cell(by.get(qt, {}), key) for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1"))
+                              + (f" · {cell(by.get(qt, {}), 'decision_f1')}" if by.get(qt, {}).get("n_decision_f1") else "")
+                              for qt in types))
+        con.print(t)
     info = report.info
     con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
               f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"

@@ -41,41 +41,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 
-UPDATERS = ("judge", "rules", "llm", "gold")
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """How a method reads memory: which bank, which ranking, and whether it resolves conflicts."""
-
-    bank: str  # "raw", "rules", or "updater" (the run's chosen updater)
-    ranking: str  # a baseline retriever's name, or "validity" (HiCoMER's retriever)
-    validity: str = "none"  # S_val: "state" (the maintained flag, the default), "learned" (the MLP), "none"
-    resolve: bool = False  # drop the lower-priority side of contradicting evidence (answers only)
-
-
-METHODS: dict[str, MethodSpec] = {
-    "dense": MethodSpec("raw", "dense"),
-    "hybrid": MethodSpec("raw", "hybrid"),
-    "rerank": MethodSpec("raw", "rerank"),
-    "recency": MethodSpec("raw", "recency"),
-    "relevance+recency+importance": MethodSpec("raw", "rri"),
-    "rules-updater": MethodSpec("rules", "validity", validity="state", resolve=True),
-    "hicomer-no-validity": MethodSpec("updater", "validity", validity="none", resolve=True),
-    "hicomer-learned-scorer": MethodSpec("updater", "validity", validity="learned", resolve=True),
-    # The paper's module ablations (its Table 4): each drops one of HiCoMER's three parts.
-    "hicomer-no-updater": MethodSpec("raw", "validity", validity="state", resolve=True),  # nothing maintained
-    "hicomer-no-retriever": MethodSpec("updater", "dense", resolve=True),  # plain dense over the maintained bank
-    "hicomer-no-resolution": MethodSpec("updater", "validity", validity="state"),  # answers from all evidence
-    "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
-    # The peers the paper compares with (memgraft.collab.peer_baselines); the last two ask the LLM.
-    "g-memory": MethodSpec("raw", "g-memory"),
-    "self-rag": MethodSpec("raw", "self-rag"),
-    "mem0": MethodSpec("mem0", "dense"),
-}
-# Methods that call the LLM per group or per retrieved memory: named with --methods, not run by default
-# (on a 2-core CPU the bundled SmolLM2 takes seconds a call, thousands of calls a dataset).
-LLM_METHODS = ("self-rag", "mem0")
+from memgraft.collab.eval_methods import DECISION_TYPES, LLM_METHODS, METHODS, UPDATERS, MethodSpec  # noqa: F401
 
 
 @dataclass
@@ -337,16 +303,18 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
         for i, q in enumerate(test_q):
             ranked, evidence, dropped = method.evidence(bank, q, options.k)
             ids = [m.memory_id for m in ranked]
+            extra = q.model_extra or {}
             row: Row = {"method": method.name, "id": q.id, "retrieved": ids, "dropped": dropped,
-                        "asked": q.model_extra.get("asked") if q.model_extra else None,
+                        "asked": extra.get("asked"), "qtype": extra.get("qtype"),
                         **retrieval_scores(ids, q, team_memories, options.k)}
             if session is not None and i < options.answers and q.answer:
                 from memgraft.collab.answer import answer_question
 
                 result = answer_question(session, q.question, evidence[: options.evidence],
                                          max_evidence_tokens=settings.hicomer.answer_evidence_tokens)
-                row.update(answer=result.answer, gold=q.answer, rouge_l=metrics.rouge_l(result.answer, q.answer),
-                           decision_f1=metrics.decision_f1(result.answer, q.answer))
+                row.update(answer=result.answer, gold=q.answer, rouge_l=metrics.rouge_l(result.answer, q.answer))
+                if row["qtype"] is None or row["qtype"] in DECISION_TYPES:  # typeless (real) questions: all
+                    row["decision_f1"] = metrics.decision_f1(result.answer, q.answer)
             rows.append(row)
         report.questions += rows
         spec = METHODS[method.name]
@@ -389,6 +357,10 @@ def _summarise(rows: Sequence[Row], k: int, seconds: float) -> dict[str, Any]:
     if kinds:  # "now" and "as_of" questions of the real conversions, scored apart
         out["by_asked"] = {kind: {**_means([r for r in rows if r.get("asked") == kind], k),
                                   "questions": sum(r.get("asked") == kind for r in rows)} for kind in kinds}
+    qtypes = sorted({r["qtype"] for r in rows if r.get("qtype")})
+    if qtypes:  # the generated streams' query types, each metric per type (the paper's per-type tables)
+        out["by_qtype"] = {t: {**_means([r for r in rows if r.get("qtype") == t], k),
+                               "questions": sum(r.get("qtype") == t for r in rows)} for t in qtypes}
     out["questions"] = len(rows)
     out["dropped/q"] = sum(len(r["dropped"]) for r in rows) / len(rows) if rows else 0.0
     out["ms/q"] = 1000 * seconds / len(rows) if rows else 0.0
