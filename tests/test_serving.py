@@ -122,6 +122,31 @@ def test_openapi_lists_every_endpoint(client):
     assert "no cross-encoder" in health["reranker"] and health["validity"].startswith("validity from the maintained state")
 
 
+def test_mcp_and_the_web_page_are_served_by_the_serve_ingress(served, client, lab_bank):
+    """Through Ray Serve itself, not only the app in a test server: /mcp with the SDK's client and the tokens,
+    /ui's page."""
+    import asyncio
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run(headers):
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http, \
+                Client(streamable_http_client(f"{served[0]}/mcp", http_client=http)) as mcp:
+            tools = {t.name for t in (await mcp.list_tools()).tools}
+            found = await mcp.call_tool("search_memories", {"team": "lab", "query": "where are samples stored"})
+            return tools, found
+
+    tools, found = asyncio.run(run(LAB))
+    assert {"search_memories", "add_memory_group", "query_graph"} <= tools
+    assert not found.is_error and "freezer B" in "".join(getattr(c, "text", "") for c in found.content)
+    _, other = asyncio.run(run(OPS))  # ops's token, lab's memories
+    assert other.is_error and "403" in "".join(getattr(c, "text", "") for c in other.content)
+    page = client.get("/ui/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
 def test_graph_query_returns_answer_memory_and_trace(client):
     r = client.post("/v1/graphs/slice/query", json={"question": QUESTION}, headers=READ)
     assert r.status_code == 200, r.text
