@@ -151,8 +151,8 @@ def test_graph_query_returns_answer_memory_and_trace(client):
     r = client.post("/v1/graphs/slice/query", json={"question": QUESTION}, headers=READ)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["answer"] == "scripted answer" and body["method"] == "hgmem" and body["steps"] == 3
-    assert body["final_memory"]["points"] and body["llm_calls"] == 8
+    assert body["answer"] == "scripted answer" and body["method"] == "hgmem" and body["steps"] == 4  # t = 0..3
+    assert body["final_memory"]["points"] and body["llm_calls"] == 11
     trace = client.get(f"/v1/traces/{body['trace_id']}", headers=READ)
     assert trace.status_code == 200 and trace.json()["question"] == QUESTION
     page = client.get(f"/v1/traces/{body['trace_id']}", params={"format": "html"}, headers=READ)
