@@ -93,13 +93,21 @@ print(json.dumps(run_answers(s, sys.argv[1], sys.argv[2], sys.argv[3], "hgmem", 
 """
 
 
-def test_killed_driver_resumes_without_duplicates(slice_graph, questions, tmp_path):
+def test_killed_driver_resumes_without_duplicates(ray_local, slice_graph, settings, questions, tmp_path):
+    """The driver, submitted to a running cluster (RAY_ADDRESS, as ray job submit runs it), killed mid-run;
+    a new driver on the same cluster resumes."""
+    import os
+
+    from pipelines.answer_queries import run_answers
+
     script = tmp_path / "runner.py"
     script.write_text(RUNNER.format(repo=str(REPO), first=QUESTIONS[:2]))
     out, hold = tmp_path / "run", tmp_path / "hold"
     hold.touch()
     args = [sys.executable, str(script), str(slice_graph[0]), str(questions), str(out), str(hold)]
-    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address}
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env=env)
     answers = out / "answers.jsonl"
     # One question at a time, in order: two answered, the third held until the kill.
     wait_until(lambda: answers.exists() and len(answers.read_text().splitlines()) >= 2 or proc.poll() is not None,
@@ -111,9 +119,9 @@ def test_killed_driver_resumes_without_duplicates(slice_graph, questions, tmp_pa
     assert done_before == 2
     with answers.open("a") as f:  # as if killed in the middle of writing a line
         f.write('{"id": "q5", "answ')
-    finished = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    summary = json.loads(finished.stdout.strip().splitlines()[-1])
+    cloudpickle.register_pickle_by_value(tests.doubles)
+    s = settings.model_copy(update={"hgmem": settings.hgmem.model_copy(update={"max_in_flight": 1})})
+    summary = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", llm=ScriptedLLM(HGMemScript()))
     assert summary["skipped"] == done_before and summary["answered"] == len(QUESTIONS) - done_before
     ids = [r["id"] for r in _lines(answers)]
     assert sorted(ids) == sorted(f"q{i}" for i in range(len(QUESTIONS)))  # each exactly once

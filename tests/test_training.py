@@ -43,7 +43,7 @@ def tiny(tiny_model):
         "training.eval_instances=3", "training.grpo_batch_size=2", "training.grpo_num_generations=2",
         "training.grpo_max_completion_length=8", "training.grpo_save_steps=1", "training.grpo_max_steps=1",
         "models.llm_dtype=float32", "training.validity_teams=4", "training.validity_groups=6",
-        "hicomer.validity_epochs=3"])
+        "hicomer.validity_epochs=3", "hicomer.judge_encoder="])  # the scorer reads the judge's flags; no second opinion
 
 
 @pytest.fixture(scope="module")
