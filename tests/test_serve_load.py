@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 APP = "memgraft-load"
 TEAMS = ["t0", "t1", "t2", "t3"]
 TOKENS = {"teams": {t: f"tok-{t}-load-0001" for t in TEAMS}}
-CLIENTS, SECONDS, ROUNDS = 8, 12.0, 40
+CLIENTS, SECONDS, ROUNDS = 8, 8.0, 40
 WHEN = "2025-02-03T09:00:00"  # one time for every group: parallel writers of a team never arrive out of order
 
 
