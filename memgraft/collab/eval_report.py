@@ -52,28 +52,26 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
                   cell(s, "rouge_l") + answers, cell(s, "decision_f1"), f"{s['dropped/q']:.2f}",
                   str(int(s["questions"])), f"{s['ms/q']:.1f}")
     con.print(t)
-    kinds = sorted({kind for s in report.methods.values() for kind in s.get("by_asked", {})})
-    if kinds:
-        t = Table(title=f"{title}: by when the question is asked (ORR@5 / CRR@5 / NDCG@{k} / P@1)")
+    ranked = ("orr@5", "crr@5", f"ndcg@{k}", "p@1")
+
+    def groups_table(field: str, heading: str, extra=None) -> None:
+        """One column per group of ``field`` (``by_asked``, ``by_qtype``): each method's ranked metrics there."""
+        groups = sorted({g for s in report.methods.values() for g in s.get(field, {})})
+        if not groups:
+            return
+        t = Table(title=f"{title}: {heading}")
         t.add_column("method")
-        for kind in kinds:
-            t.add_column(kind, justify="right")
+        for g in groups:
+            t.add_column(g, justify="right")
         for name, s in report.methods.items():
-            t.add_row(name, *(" / ".join(cell(s.get("by_asked", {}).get(kind, {}), key)
-                                         for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1")) for kind in kinds))
+            by = s.get(field, {})
+            t.add_row(name, *(" / ".join(cell(by.get(g, {}), key) for key in ranked)
+                              + (extra(by.get(g, {})) if extra else "") for g in groups))
         con.print(t)
-    types = sorted({t for s in report.methods.values() for t in s.get("by_qtype", {})})
-    if types:
-        t = Table(title=f"{title}: by query type (ORR@5 / CRR@5 / NDCG@{k} / P@1; Decision F1 on the decision types)")
-        t.add_column("method")
-        for qt in types:
-            t.add_column(qt, justify="right")
-        for name, s in report.methods.items():
-            by = s.get("by_qtype", {})
-            t.add_row(name, *(" / ".join(cell(by.get(qt, {}), key) for key in ("orr@5", "crr@5", f"ndcg@{k}", "p@1"))
-                              + (f" · {cell(by.get(qt, {}), 'decision_f1')}" if by.get(qt, {}).get("n_decision_f1") else "")
-                              for qt in types))
-        con.print(t)
+
+    groups_table("by_asked", f"by when the question is asked (ORR@5 / CRR@5 / NDCG@{k} / P@1)")
+    groups_table("by_qtype", f"by query type (ORR@5 / CRR@5 / NDCG@{k} / P@1; Decision F1 on the decision types)",
+                 extra=lambda g: f" · {cell(g, 'decision_f1')}" if g.get("n_decision_f1") else "")
     info = report.info
     con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
               f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"

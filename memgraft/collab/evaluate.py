@@ -351,16 +351,22 @@ def _means(rows: Sequence[Row], k: int) -> dict[str, float]:
     return out
 
 
+def _by_group(rows: Sequence[Row], key: str, k: int) -> dict[str, dict[str, float]]:
+    """Each metric's mean over the rows of each value of ``key`` (those rows that have one), with their count."""
+    out: dict[str, dict[str, float]] = {}
+    for g in sorted({r[key] for r in rows if r.get(key)}):
+        part = [r for r in rows if r.get(key) == g]
+        out[g] = {**_means(part, k), "questions": len(part)}
+    return out
+
+
 def _summarise(rows: Sequence[Row], k: int, seconds: float) -> dict[str, Any]:
     out: dict[str, Any] = _means(rows, k)
-    kinds = sorted({r["asked"] for r in rows if r.get("asked")})
-    if kinds:  # "now" and "as_of" questions of the real conversions, scored apart
-        out["by_asked"] = {kind: {**_means([r for r in rows if r.get("asked") == kind], k),
-                                  "questions": sum(r.get("asked") == kind for r in rows)} for kind in kinds}
-    qtypes = sorted({r["qtype"] for r in rows if r.get("qtype")})
-    if qtypes:  # the generated streams' query types, each metric per type (the paper's per-type tables)
-        out["by_qtype"] = {t: {**_means([r for r in rows if r.get("qtype") == t], k),
-                               "questions": sum(r.get("qtype") == t for r in rows)} for t in qtypes}
+    for field, key in (("by_asked", "asked"),  # "now" and "as_of" questions of the real conversions, scored apart
+                       ("by_qtype", "qtype")):  # the generated streams' query types (the paper's per-type tables)
+        groups = _by_group(rows, key, k)
+        if groups:
+            out[field] = groups
     out["questions"] = len(rows)
     out["dropped/q"] = sum(len(r["dropped"]) for r in rows) / len(rows) if rows else 0.0
     out["ms/q"] = 1000 * seconds / len(rows) if rows else 0.0
