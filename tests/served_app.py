@@ -22,7 +22,6 @@ import uvicorn
 from memgraft.config import load_settings
 from memgraft.graph import vector_index
 from memgraft.graph.folder import TABLES, GraphData, GraphFolder
-from memgraft.ids import entity_id, relation_id
 from memgraft.models.llm.base import ChatRequest
 from memgraft.models.reranker import CosineReranker
 from serving.access import Access
@@ -30,40 +29,17 @@ from serving.api import create_api, serve_state
 from serving.service import Models, Service
 from serving.settings import load_profile
 from tests.doubles import HashEmbedder, HGMemScript, ScriptedLLM
+from tests.facts_world import fact_rows, fact_vectors
 
 TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
 LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
 
-FACTS = [
-    ("Ada Lovelace", "Charles Babbage", "Ada Lovelace worked with Charles Babbage on the engine."),
-    ("Charles Babbage", "Analytical Engine", "Charles Babbage designed the Analytical Engine."),
-    ("Analytical Engine", "London", "The Analytical Engine was planned in London."),
-    ("Ada Lovelace", "Lord Byron", "Ada Lovelace was the daughter of Lord Byron."),
-    ("Lord Byron", "Greece", "Lord Byron died in Greece."),
-    ("Greece", "Athens", "Athens is the capital of Greece."),
-    ("Alan Turing", "Bletchley Park", "Alan Turing worked at Bletchley Park."),
-    ("Bletchley Park", "Enigma", "Enigma was broken at Bletchley Park."),
-    ("Alan Turing", "Manchester", "Alan Turing later worked in Manchester."),
-    ("Manchester", "Baby computer", "The Baby computer ran in Manchester."),
-]
-
-
 def write_graph(folder: Path, embedder) -> None:
-    """A ten-fact graph folder (test_hgmem_loop's world), as a build writes one (the tables a query reads, vectors, flat indexes)."""
-    names = sorted({n for a, b, _ in FACTS for n in (a, b)})
-    chunks = [{"chunk_id": f"c{i}", "doc_id": f"d{i}", "text": t, "token_start": 0, "token_end": 10, "n_tokens": 10,
-               "char_start": 0, "char_end": len(t)} for i, (_, _, t) in enumerate(FACTS)]
-    ents = [{"entity_id": entity_id(n), "name": n, "type": "concept", "description": f"About {n}.",
-             "chunk_ids": [f"c{i}" for i, (a, b, _) in enumerate(FACTS) if n in (a, b)]} for n in names]
-    rels = [{"relation_id": relation_id(*sorted((entity_id(a), entity_id(b)))),
-             "source_id": min(entity_id(a), entity_id(b)), "target_id": max(entity_id(a), entity_id(b)),
-             "description": t, "weight": 1.0, "chunk_ids": [f"c{i}"]} for i, (a, b, t) in enumerate(FACTS)]
-    rows = {"chunks": chunks, "entities": ents, "relations": rels}
+    """A ten-fact graph folder (tests.facts_world, test_hgmem_loop's world), as a build writes one (the tables a query reads, vectors, flat indexes)."""
+    rows = fact_rows()
     tables = {k: pa.Table.from_pylist(rows[k]) if k in rows else pa.table({"id": pa.array([], pa.string())})
               for k in TABLES}
-    vectors = {"chunks": embedder.encode([c["text"] for c in chunks]),
-               "entities": embedder.encode([e["name"] for e in ents]),
-               "relations": embedder.encode([r["description"] for r in rels])}
+    vectors = fact_vectors(rows, embedder)
     indexes = {}
     for kind, v in vectors.items():
         index = vector_index.faiss.IndexFlatIP(v.shape[1])

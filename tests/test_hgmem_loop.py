@@ -15,39 +15,15 @@ from memgraft.hgmem.loop import VARIANTS, HGMemReasoner
 from memgraft.hgmem.memory import HypergraphMemory
 from memgraft.hgmem.methods import METHODS, answer_record, run_method
 from memgraft.models.llm.session import LLMSession, StructuredOutputError
-from memgraft.ids import entity_id, relation_id
 from tests.doubles import HGMemScript, ScriptedLLM
-
-# A small world: two clusters of entities joined by one bridge, each entity with its own chunk.
-FACTS = [
-    ("Ada Lovelace", "Charles Babbage", "Ada Lovelace worked with Charles Babbage on the engine."),
-    ("Charles Babbage", "Analytical Engine", "Charles Babbage designed the Analytical Engine."),
-    ("Analytical Engine", "London", "The Analytical Engine was planned in London."),
-    ("Ada Lovelace", "Lord Byron", "Ada Lovelace was the daughter of Lord Byron."),
-    ("Lord Byron", "Greece", "Lord Byron died in Greece."),
-    ("Greece", "Athens", "Athens is the capital of Greece."),
-    ("Alan Turing", "Bletchley Park", "Alan Turing worked at Bletchley Park."),
-    ("Bletchley Park", "Enigma", "Enigma was broken at Bletchley Park."),
-    ("Alan Turing", "Manchester", "Alan Turing later worked in Manchester."),
-    ("Manchester", "Baby computer", "The Baby computer ran in Manchester."),
-]
+from tests.facts_world import fact_rows, fact_vectors
 
 
 @pytest.fixture(scope="module")
 def world(embedder):
-    names = sorted({n for a, b, _ in FACTS for n in (a, b)})
-    chunks = [{"chunk_id": f"c{i}", "doc_id": f"d{i}", "text": t, "token_start": 0, "token_end": 10, "n_tokens": 10,
-               "char_start": 0, "char_end": len(t)} for i, (_, _, t) in enumerate(FACTS)]
-    ents = [{"entity_id": entity_id(n), "name": n, "type": "concept", "description": f"About {n}.",
-             "chunk_ids": [f"c{i}" for i, (a, b, _) in enumerate(FACTS) if n in (a, b)]} for n in names]
-    rels = [{"relation_id": relation_id(*sorted((entity_id(a), entity_id(b)))),
-             "source_id": min(entity_id(a), entity_id(b)), "target_id": max(entity_id(a), entity_id(b)),
-             "description": t, "weight": 1.0, "chunk_ids": [f"c{i}"]} for i, (a, b, t) in enumerate(FACTS)]
-    tables = {"chunks": pa.Table.from_pylist(chunks), "entities": pa.Table.from_pylist(ents),
-              "relations": pa.Table.from_pylist(rels)}
-    vectors = {"chunks": embedder.encode([c["text"] for c in chunks]),
-               "entities": embedder.encode([e["name"] for e in ents]),
-               "relations": embedder.encode([r["description"] for r in rels])}
+    rows = fact_rows()  # two clusters of entities joined by one bridge, each entity with its own chunk
+    tables = {k: pa.Table.from_pylist(v) for k, v in rows.items()}
+    vectors = fact_vectors(rows, embedder)
     import faiss
 
     indexes = {}

@@ -27,7 +27,8 @@ from mcp.shared.exceptions import MCPError
 
 from memgraft.collab.data.generator import generate
 from tests.collab_banks import bank_from_gold
-from tests.served_app import FACTS, LAB, OPS, READ, group, served, served_app, write_graph
+from tests.facts_world import FACTS
+from tests.served_app import LAB, OPS, READ, group, served, served_app, write_graph
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"search_memories", "add_memory_group", "answer_from_memories", "memory_history", "query_graph", "get_trace"}
