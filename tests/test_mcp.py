@@ -60,6 +60,15 @@ async def over_http(url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
         yield client
 
 
+async def query_trace_and_manifest(client: Client, out: dict, question: str, **method: str) -> None:
+    """``query_graph`` on the facts graph (its default method unless ``method=`` names one), then ``get_trace``
+    of its trace and the graph's manifest, into ``out``."""
+    out["query"] = await client.call_tool("query_graph", {"graph": "facts", **method, "question": question})
+    trace_id = (out["query"].structured_content or {}).get("trace_id", "none")
+    out["trace"] = await client.call_tool("get_trace", {"trace_id": trace_id})
+    out["manifest"] = await client.read_resource("memgraft://graphs/facts/manifest")
+
+
 def test_http_lists_typed_tools_and_resource_templates(http_url):
     async def run():
         async with over_http(http_url, LAB) as client:
@@ -99,11 +108,7 @@ def test_http_calls_every_tool_and_reads_both_resources(http_url):
             out["over_k"] = await lab.call_tool("search_memories", {"team": "lab", "query": "deploys", "k": 21})
             out["memories"] = await lab.read_resource("memgraft://teams/lab/memories")
         async with over_http(http_url, READ) as reader:
-            out["query"] = await reader.call_tool("query_graph", {"graph": "facts",
-                                                                   "question": "Who did Ada Lovelace work with?"})
-            trace_id = (out["query"].structured_content or {}).get("trace_id", "none.hgmem")
-            out["trace"] = await reader.call_tool("get_trace", {"trace_id": trace_id})
-            out["manifest"] = await reader.read_resource("memgraft://graphs/facts/manifest")
+            await query_trace_and_manifest(reader, out, "Who did Ada Lovelace work with?")
             out["no_graph"] = await reader.call_tool("query_graph", {"graph": "nope", "question": "q"})
         return out
 
@@ -229,11 +234,7 @@ def test_stdio_serves_a_local_bank_to_the_sdk_client(local_bank):
             out["memories"] = await client.read_resource(f"memgraft://teams/{other}/memories")
             out["answer"] = await client.call_tool("answer_from_memories", {"team": team,
                                                                              "question": "When does the team meet?"})
-            out["query"] = await client.call_tool("query_graph", {"graph": "facts", "method": "naive",
-                                                                   "question": "Who designed the Analytical Engine?"})
-            trace_id = (out["query"].structured_content or {}).get("trace_id", "none.naive")
-            out["trace"] = await client.call_tool("get_trace", {"trace_id": trace_id})
-            out["manifest"] = await client.read_resource("memgraft://graphs/facts/manifest")
+            await query_trace_and_manifest(client, out, "Who designed the Analytical Engine?", method="naive")
             out["missing"] = await client.call_tool("search_memories", {"team": "nobody", "query": "x"})
         return out
 
