@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Literal, Sequence
 from pydantic import BaseModel, Field
 
 from memgraft.collab.baselines import DenseRetriever, Ranked
-from memgraft.collab.policies import Judgement, Target, normalise
+from memgraft.collab.policies import Judgement, Target, judge_structured, normalise
 from memgraft.collab.prompts import stamp
 from memgraft.collab.types import Action, Memory, Relation
 from memgraft.models.llm.base import LLM, generate_structured
-from memgraft.models.llm.session import StructuredOutputError, Usage
+from memgraft.models.llm.session import Usage
 
 if TYPE_CHECKING:
     from memgraft.collab.bank import MemoryBank
@@ -87,22 +87,15 @@ class Mem0Policy:
     def judge(self, targets: Sequence[Target]) -> list[Judgement]:
         if not targets:
             return []
-        g = self.generation
         prompts = [[{"role": "user", "content": MEM0_PROMPT.format(
             when=stamp(t.memory.time), memory=t.memory.maintained, at=stamp(t.at),
             facts="\n".join(_line(m) for m in t.against))}] for t in targets]
-        results = generate_structured(self.llm, prompts, MemoryOperation, retries=g.json_retries,
-                                      max_new_tokens=min(g.max_new_tokens, 256), temperature=g.temperature)
         out = []
-        for t, r in zip(targets, results):
-            self.usage.add(Usage(r.attempts, r.prompt_tokens, r.completion_tokens))
-            if r.value is None:
-                raise StructuredOutputError(f"updater {self.name}: {t.where()}: no valid MemoryOperation after "
-                                            f"{r.attempts} attempts ({'; '.join(r.errors[-2:])})")
-            op = r.value.operation
+        for t, v in zip(targets, judge_structured(self, targets, prompts, MemoryOperation, max_new_tokens=256)):
+            op = v.operation
             relation = Relation.compatible if op == "NOOP" else Relation.contradiction
             action = Action.keep if op == "NOOP" else Action.revise
-            out.append(normalise(t, relation, action, "", f"mem0 {op}: {r.value.reason}".strip()))
+            out.append(normalise(t, relation, action, "", f"mem0 {op}: {v.reason}".strip()))
         return out
 
 

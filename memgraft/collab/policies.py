@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from memgraft.collab.prompts import MaintenanceJudgement, judge_messages, stamp
 from memgraft.collab.types import Action, Level, Memory, Relation, as_utc
 from memgraft.models.llm.base import LLM, generate_structured
 from memgraft.models.llm.session import StructuredOutputError, Usage
+
+M = TypeVar("M")
 
 if TYPE_CHECKING:
     from memgraft.config import GenerationSettings, Settings
@@ -220,24 +222,32 @@ class LLMPolicy:
     def judge(self, targets: Sequence[Target]) -> list[Judgement]:
         if not targets:
             return []
-        g = self.generation
-        results = generate_structured(self.llm, [judge_messages(t) for t in targets], MaintenanceJudgement,
-                                      retries=g.json_retries, max_new_tokens=g.max_new_tokens,
-                                      temperature=g.temperature)
-        for res in results:
-            self.usage.add(Usage(res.attempts, res.prompt_tokens, res.completion_tokens))
-        failed = [(t, r) for t, r in zip(targets, results) if r.value is None]
-        if failed:
-            t, r = failed[0]
-            raise StructuredOutputError(
-                f"updater {self.name}: {t.where()}: no valid MaintenanceJudgement after {r.attempts} attempts "
-                f"({'; '.join(r.errors[-2:])})" + (f"; {len(failed) - 1} more targets failed" if len(failed) > 1 else ""))
-        out = []
-        for t, r in zip(targets, results):
-            v = r.value
-            assert v is not None
-            out.append(normalise(t, v.relation, v.action, v.maintained, v.reason))
-        return out
+        answers = judge_structured(self, targets, [judge_messages(t) for t in targets], MaintenanceJudgement)
+        return [normalise(t, v.relation, v.action, v.maintained, v.reason) for t, v in zip(targets, answers)]
+
+
+def judge_structured(policy: Any, targets: Sequence[Target], prompts: list[list[dict[str, str]]],
+                     schema: type[M], max_new_tokens: int | None = None) -> list[M]:
+    """An LLM policy's ``schema`` answer for each target, all of them in one batched call.
+
+    ``policy`` has ``llm``, ``generation``, ``usage`` (every attempt's tokens are added) and ``name``;
+    ``max_new_tokens`` caps ``generation.max_new_tokens``. An answer that stays invalid after
+    ``generation.json_retries`` retries raises :class:`StructuredOutputError` naming the first such
+    target (and how many more failed): a decision is never guessed.
+    """
+    g = policy.generation
+    results = generate_structured(policy.llm, prompts, schema, retries=g.json_retries,
+                                  max_new_tokens=min(g.max_new_tokens, max_new_tokens or g.max_new_tokens),
+                                  temperature=g.temperature)
+    for r in results:
+        policy.usage.add(Usage(r.attempts, r.prompt_tokens, r.completion_tokens))
+    failed = [(t, r) for t, r in zip(targets, results) if r.value is None]
+    if failed:
+        t, r = failed[0]
+        raise StructuredOutputError(
+            f"updater {policy.name}: {t.where()}: no valid {schema.__name__} after {r.attempts} attempts "
+            f"({'; '.join(r.errors[-2:])})" + (f"; {len(failed) - 1} more targets failed" if len(failed) > 1 else ""))
+    return [r.value for r in results]  # type: ignore[misc]
 
 
 def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | None = None,
