@@ -96,8 +96,7 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
         path.unlink(missing_ok=True)
         bank = MemoryBank(path, MemoEmbedder(embedder))
         h = settings.hicomer
-        policy = JudgePolicy(judge, embedder=embedder, threshold=h.judge_threshold, second=second,
-                             second_from=h.judge_encoder_from, second_weight=h.judge_encoder_weight)
+        policy = JudgePolicy.from_settings(judge, h, embedder=embedder, second=second)
         updater = Updater(bank, policy, h)
         for group in stream_groups(data):
             updater.apply(group)

@@ -41,6 +41,7 @@ from memgraft.collab.weights import read_weights, save_weights, weights_path
 
 if TYPE_CHECKING:
     from memgraft.collab.pair_encoder import PairEncoder
+    from memgraft.config import HiCoMERSettings
     from memgraft.models.embedder import Embedder
 
 FORMAT = "memgraft.pair-judge/1"
@@ -171,6 +172,13 @@ class JudgePolicy:
     second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.pair_encoder)
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
+
+    @classmethod
+    def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
+                      second: "PairEncoder | None" = None) -> "JudgePolicy":
+        """The policy over ``model`` with ``hicomer``'s threshold and second-opinion blend (``second``: its encoder)."""
+        return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
+                   second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight)
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""

@@ -275,8 +275,7 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
             from memgraft.collab.pair_encoder import load_pair_encoder
 
             second = load_pair_encoder(h.judge_encoder)
-        return JudgePolicy(judge, embedder=embedder, threshold=h.judge_threshold, second=second,
-                           second_from=h.judge_encoder_from, second_weight=h.judge_encoder_weight)
+        return JudgePolicy.from_settings(judge, h, embedder=embedder, second=second)
     if kind == "llm":
         if llm is None:
             from memgraft.models.llm.factory import load_llm
