@@ -58,6 +58,27 @@ def test_evidence_block_numbers_lines_and_stops_at_the_budget():
     assert ids == ["m2"] and block.endswith(" …") and len(block) <= 10 * 4 + 2
 
 
+class WordCounter:
+    """A counter that is not the 4-characters estimate: one token a word."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+    def truncate(self, text: str, tokens: int) -> str:
+        return " ".join(text.split()[:tokens]) + " …"
+
+
+def test_evidence_block_counts_in_the_given_counters_tokens():
+    words = [len(f"{i}. {serialise_memory(m)}".split()) for i, m in enumerate((DECISION, OLD_LOG), 1)]
+    block, ids = evidence_block([DECISION, OLD_LOG, NEW_LOG], max_tokens=sum(words), counter=WordCounter())
+    assert ids == ["m4", "m2"] and len(block.split()) == sum(words)
+    assert evidence_block([DECISION, OLD_LOG, NEW_LOG], max_tokens=sum(words))[1] == ["m4"]  # the estimate: fewer
+    block, ids = evidence_block([OLD_LOG], max_tokens=5, counter=WordCounter())
+    assert ids == ["m2"] and block == "1. [individual · 2025-01-06 09:00 …"
+
+
 def test_answer_from_the_evidence_only_with_a_scripted_llm():
     llm = ScriptedLLM([json.dumps({"answer": "Use 30 °C, per the team decision of 2025-01-07."})])
     session = LLMSession(llm, GenerationSettings(max_new_tokens=64))

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from memgraft.collab.types import Memory
 from memgraft.models.llm.base import Message
 from memgraft.models.llm.session import LLMSession, Usage
+from memgraft.models.llm.tokens import EstimatedCounter, TokenCounter
 
-CHARS_PER_TOKEN = 4  # the budget is in tokens; text is cut by this estimate, not re-tokenised
 NO_EVIDENCE = "The team's memory holds no record that answers this question."
 
 SYSTEM = (
@@ -58,21 +58,24 @@ def serialise_memory(memory: Memory) -> str:
     return f"[{head}] {' '.join(memory.maintained.split())}"
 
 
-def evidence_block(evidence: Sequence[Memory], max_tokens: int) -> tuple[str, list[str]]:
-    """Numbered lines in the given order until the budget is spent; the first is cut to fit if it must."""
-    budget = max_tokens * CHARS_PER_TOKEN
+def evidence_block(evidence: Sequence[Memory], max_tokens: int,
+                   counter: TokenCounter | None = None) -> tuple[str, list[str]]:
+    """Numbered lines in the given order until the budget is spent; the first is cut to fit if it must.
+
+    ``counter`` counts in the answering LLM's own tokens (:func:`memgraft.models.llm.tokens.token_counter`);
+    without one, the budget is the 4-characters-a-token estimate.
+    """
+    counter = counter or EstimatedCounter("estimate")
     lines: list[str] = []
     ids: list[str] = []
-    used = 0
     for m in evidence:
         line = f"{len(lines) + 1}. {serialise_memory(m)}"
-        if used + len(line) > budget:
+        if counter.count("\n".join([*lines, line])) > max_tokens:
             if lines:
                 break
-            line = line[:budget] + " …"
+            line = counter.truncate(line, max_tokens)
         lines.append(line)
         ids.append(m.memory_id)
-        used += len(line) + 1
     return "\n".join(lines), ids
 
 
@@ -82,11 +85,12 @@ def answer_messages(question: str, block: str) -> list[Message]:
 
 
 def answer_question(session: LLMSession, question: str, evidence: Sequence[Memory], *,
-                    max_evidence_tokens: int = 1200) -> AnswerResult:
-    """One schema-constrained answer from ``evidence`` only (already resolved and in rank order)."""
+                    max_evidence_tokens: int = 1200, counter: TokenCounter | None = None) -> AnswerResult:
+    """One schema-constrained answer from ``evidence`` only (already resolved and in rank order); ``counter``:
+    the LLM's token counter for the evidence budget (see :func:`evidence_block`)."""
     if not evidence:
         return AnswerResult(answer=NO_EVIDENCE, evidence_ids=[], usage=Usage())
-    block, ids = evidence_block(evidence, max_evidence_tokens)
+    block, ids = evidence_block(evidence, max_evidence_tokens, counter)
     before = session.usage.copy()
     reply = session.ask(CollabAnswer, answer_messages(question, block), "collaborative answer")
     return AnswerResult(answer=reply.answer.strip(), evidence_ids=ids, usage=session.usage.minus(before))

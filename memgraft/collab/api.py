@@ -98,6 +98,7 @@ class CollabMemory:
         from memgraft.collab.policies import make_policy
         from memgraft.collab.resolve import resolve
         from memgraft.models.llm.session import LLMSession
+        from memgraft.models.llm.tokens import token_counter
 
         when = parse_time(as_of)
         hits = self.search(team, question, k=k, as_of=when)
@@ -112,7 +113,8 @@ class CollabMemory:
                          t0=t0, t_now=t_now)
         kept = list(result.kept)[:evidence]
         reply = answer_question(LLMSession(self._llm(), self.settings.generation), question, kept,
-                                max_evidence_tokens=self.settings.hicomer.answer_evidence_tokens)
+                                max_evidence_tokens=self.settings.hicomer.answer_evidence_tokens,
+                                counter=token_counter(self.settings.models.llm, str(self.settings.cache_path)))
         return Answer(question, reply.answer, kept, [tuple(d) for d in result.dropped], self._reranker().name,
                       getattr(reply, "usage", None))
 

@@ -309,9 +309,11 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                         **retrieval_scores(ids, q, team_memories, options.k)}
             if session is not None and i < options.answers and q.answer:
                 from memgraft.collab.answer import answer_question
+                from memgraft.models.llm.tokens import token_counter
 
                 result = answer_question(session, q.question, evidence[: options.evidence],
-                                         max_evidence_tokens=settings.hicomer.answer_evidence_tokens)
+                                         max_evidence_tokens=settings.hicomer.answer_evidence_tokens,
+                                         counter=token_counter(settings.models.llm, str(settings.cache_path)))
                 row.update(answer=result.answer, gold=q.answer, rouge_l=metrics.rouge_l(result.answer, q.answer))
                 if row["qtype"] is None or row["qtype"] in DECISION_TYPES:  # typeless (real) questions: all
                     row["decision_f1"] = metrics.decision_f1(result.answer, q.answer)
