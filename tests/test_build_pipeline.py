@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -71,39 +72,44 @@ def _passages(n: int, start: int = 200) -> list[str]:
 
 
 def test_append_change_and_delete_match_a_fresh_build(ray_local, settings, tmp_path):
+    """One fresh build, then a change, a delete and an append that together come back to the same documents:
+    the updated graph must equal that fresh build (a copy kept aside), table for table."""
     a, b, b2, c = _passages(4)
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.txt").write_text(a)
-    (docs / "b.txt").write_text(b)
-    graph = tmp_path / "graph"
+    for name, text in (("a.txt", a), ("b.txt", b), ("c.txt", c)):
+        (docs / name).write_text(text)
+    graph, fresh = tmp_path / "graph", tmp_path / "fresh"
     build(settings, docs, graph)
-    a_chunks = [r for r in tables(graph)["chunks"].to_pylist() if r["doc_id"] == "a.txt"]
+    shutil.copytree(graph, fresh)  # the fresh build of a, b and c
+    first = tables(graph)
+    a_chunks = [r for r in first["chunks"].to_pylist() if r["doc_id"] == "a.txt"]
 
     (docs / "b.txt").write_text(b2)  # changed
-    (docs / "c.txt").write_text(c)  # new
+    (docs / "c.txt").unlink()  # not in the input: an append keeps it
     report = build(settings, docs, graph, append=True)
-    assert report.plan["added"] == ["c.txt"] and report.plan["replaced"] == ["b.txt"]
-    assert report.processed_docs == 2  # a.txt was not recomputed
+    assert report.plan["added"] == [] and report.plan["replaced"] == ["b.txt"]
+    assert report.plan["unchanged_count"] == ["1"] and report.processed_docs == 1  # a.txt was not recomputed
     now = tables(graph)
     assert [r for r in now["chunks"].to_pylist() if r["doc_id"] == "a.txt"] == a_chunks
-    assert b[:40] not in " ".join(now["chunks"].column("text").to_pylist())
-    fresh = tmp_path / "fresh"
-    build(settings, docs, fresh)
-    assert_same_tables(graph, fresh)
-    assert np.allclose(np.load(graph / "vectors" / "chunks.npy"), np.load(fresh / "vectors" / "chunks.npy"), atol=2e-2)
+    texts = " ".join(now["chunks"].column("text").to_pylist())
+    assert b[:40] not in texts and b2[:40] in texts and c[:40] in texts
 
-    c_only = {r["entity_id"] for r in now["entities"].to_pylist()
-              if {cid for cid in r["chunk_ids"]} <= {x["chunk_id"] for x in now["chunks"].to_pylist() if x["doc_id"] == "c.txt"}}
+    c_chunks = {x["chunk_id"] for x in now["chunks"].to_pylist() if x["doc_id"] == "c.txt"}
+    c_only = {r["entity_id"] for r in now["entities"].to_pylist() if set(r["chunk_ids"]) <= c_chunks}
     assert c_only
-    report = build(settings, None, graph, deletes=["c.txt", "missing.txt"])
+    report = build(settings, None, graph, deletes=["c.txt", "missing.txt"])  # --delete alone, no input
     assert report.plan["deleted"] == ["c.txt"] and report.plan["unknown_deletes"] == ["missing.txt"]
     after = tables(graph)
     assert not c_only & set(after["entities"].column("entity_id").to_pylist())
     assert "c.txt" not in after["chunks"].column("doc_id").to_pylist()
-    (docs / "c.txt").unlink()
-    build(settings, docs, tmp_path / "fresh2")
-    assert_same_tables(graph, tmp_path / "fresh2")
+
+    (docs / "b.txt").write_text(b)  # changed back
+    (docs / "c.txt").write_text(c)  # new again
+    report = build(settings, docs, graph, append=True)
+    assert report.plan["added"] == ["c.txt"] and report.plan["replaced"] == ["b.txt"] and report.processed_docs == 2
+    assert_same_tables(graph, fresh)
+    assert np.allclose(np.load(graph / "vectors" / "chunks.npy"), np.load(fresh / "vectors" / "chunks.npy"), atol=2e-2)
 
 
 def test_bad_inputs_are_rejected_and_the_rest_is_built(ray_local, settings, tmp_path):
