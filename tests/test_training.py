@@ -1,6 +1,6 @@
 """The training entry points inside Ray Train, on a tiny model built here (no download, seconds per step).
 
-One SFT run, resumed; one GRPO step from its model; the updater loading the exported
+One SFT run under ZeRO-3, resumed; one GRPO step from its model; the updater loading the exported
 folder through ``hicomer.updater_model``; the validity scorer's run, resumed.
 """
 
@@ -46,16 +46,21 @@ def tiny(tiny_model):
         "hicomer.validity_epochs=3", "hicomer.judge_encoder="])  # the scorer reads the judge's flags; no second opinion
 
 
+def sft_settings(tiny, steps: int):
+    """The SFT run's settings: under the bundled ZeRO-3 config on DeepSpeed's CPU accelerator (one CPU worker)."""
+    return tiny.model_copy(update={"training": tiny.training.model_copy(update={"deepspeed": "zero3",
+                                                                                "sft_max_steps": steps})})
+
+
 @pytest.fixture(scope="module")
 def sft_run(ray_local, tiny, tmp_path_factory):
-    """Two SFT steps in Ray Train, then the same run restarted with a third step to take."""
+    """Two SFT steps in Ray Train under ZeRO-3, then the same run restarted with a third step to take (one run
+    serves the resume tests and the ZeRO-3 one: each run is mostly Ray Train's and DeepSpeed's start)."""
     from training.updater_sft import run_sft
 
     out = tmp_path_factory.mktemp("sft")
-    first = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 2})}),
-                    out, evaluate_before=False, evaluate_after=False)
-    second = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 3})}),
-                     out, evaluate_before=False, evaluate_after=False)
+    first = run_sft(sft_settings(tiny, 2), out, evaluate_before=False, evaluate_after=False)
+    second = run_sft(sft_settings(tiny, 3), out, evaluate_before=False, evaluate_after=False)
     return out, first, second
 
 
@@ -67,7 +72,8 @@ def test_sft_trains_in_ray_train_and_resumes_at_the_saved_step(sft_run):
     model = out / "model"
     names = {p.name for p in model.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= names
-    assert not names & {"optimizer.pt", "scheduler.pt", "trainer_state.json"}  # a model folder, not a checkpoint
+    assert not names & {"optimizer.pt", "scheduler.pt", "trainer_state.json", "latest", "zero_to_fp32.py"} and all(
+        p.is_file() for p in model.iterdir())  # a model folder, not a checkpoint (no DeepSpeed state either)
     assert json.loads((out / "metrics.json").read_text())["train"]["step"] == 3
 
 
@@ -75,8 +81,7 @@ def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny):
     from training.updater_sft import run_sft
 
     out, _, second = sft_run
-    again = run_sft(tiny.model_copy(update={"training": tiny.training.model_copy(update={"sft_max_steps": 3})}),
-                    out, evaluate_before=False, evaluate_after=False)
+    again = run_sft(sft_settings(tiny, 3), out, evaluate_before=False, evaluate_after=False)
     assert again["train"]["checkpoint"] == second["train"]["checkpoint"]  # the restored run's latest
     assert again["train"]["step"] == 3
 
@@ -144,20 +149,17 @@ def test_validity_scorer_trains_in_ray_train_and_resumes(ray_local, tiny, tmp_pa
     assert second["trained scorer"]["pair_accuracy"] > second["untrained scorer"]["pair_accuracy"]
 
 
-def test_sft_under_deepspeed_zero3_on_cpu(ray_local, tiny, tmp_path):
-    """The bundled ZeRO-3 config ("auto" fields filled by HF) on DeepSpeed's CPU accelerator, one CPU worker."""
+def test_sft_under_deepspeed_zero3_on_cpu(sft_run):
+    """The bundled ZeRO-3 config ("auto" fields filled by HF) on DeepSpeed's CPU accelerator, one CPU worker: the
+    SFT run above, resumed from its DeepSpeed checkpoint."""
     from pathlib import Path
 
     from transformers import AutoModelForCausalLM
 
-    from training.updater_sft import run_sft
-
-    s = tiny.model_copy(update={"training": tiny.training.model_copy(update={"deepspeed": "zero3",
-                                                                             "sft_max_steps": 1})})
-    report = run_sft(s, tmp_path, evaluate_before=False, evaluate_after=False)
-    checkpoint = Path(report["train"]["checkpoint"])
-    assert (checkpoint / "global_step1").is_dir()  # DeepSpeed's engine checkpoint, partitioned optimizer states
-    model = AutoModelForCausalLM.from_pretrained(tmp_path / "model")  # the 16-bit weights gathered on save
+    out, _, second = sft_run  # (its resume from step 2 read the first run's DeepSpeed checkpoint)
+    checkpoint = Path(second["train"]["checkpoint"])
+    assert (checkpoint / "global_step3").is_dir()  # DeepSpeed's engine checkpoint, partitioned optimizer states
+    model = AutoModelForCausalLM.from_pretrained(out / "model")  # the 16-bit weights gathered on save
     assert model.model.layers[0].self_attn.q_proj.weight.shape == (32, 32)
 
 
