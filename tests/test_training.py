@@ -206,7 +206,8 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
     from memgraft.collab.updater import MemoEmbedder
 
     shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same texts once
-    first = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=3, encoder=False, embedder=shared)
+    # the first run trains only (no held-out scoring): the resumed run scores the untrained and the trained judge
+    first = run_judge(tiny, tmp_path, sources=sources, heldout={}, epochs=3, encoder=False, embedder=shared)
     assert (first["train"]["epoch"], first["train"]["resumed_from_epoch"]) == (3, 0)
     second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5, encoder=False, embedder=shared)
     assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (5, 3)
