@@ -130,14 +130,16 @@ def test_grpo_step_in_ray_train_from_the_sft_model(sft_run, tiny, tmp_path, monk
     assert (tmp_path / "model" / "model.safetensors").exists()
 
 
-def test_validity_scorer_trains_in_ray_train_and_resumes(ray_local, tiny, tmp_path):
+def test_validity_scorer_trains_in_ray_train_and_resumes(ray_local, tiny, tmp_path, embedder):
+    from memgraft.collab.updater import MemoEmbedder
     from memgraft.collab.validity import load_scorer
     from training.validity_scorer import run_validity
 
-    first = run_validity(tiny, tmp_path)
+    shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same stream and questions once
+    first = run_validity(tiny, tmp_path, embedder=shared)
     assert (first["train"]["epoch"], first["train"]["resumed_from_epoch"]) == (3, 0)
     more = tiny.model_copy(update={"hicomer": tiny.hicomer.model_copy(update={"validity_epochs": 4})})
-    second = run_validity(more, tmp_path)
+    second = run_validity(more, tmp_path, embedder=shared)
     assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (4, 3)
     for name in ("no scorer", "untrained scorer", "trained scorer"):
         assert set(second[name]) >= {"orr@5", "crr@5", "ndcg@10"}

@@ -104,8 +104,9 @@ def retrieval_metrics(bank: Any, embedder: Any, reranker: Any, scorer: Any, sett
 
 
 def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
-                 ray_address: str | None = None) -> dict[str, Any]:
-    """Build the bank and the pairs, score the baselines, train in Ray Train, score the trained scorer."""
+                 ray_address: str | None = None, embedder: Any = None) -> dict[str, Any]:
+    """Build the bank and the pairs, score the baselines, train in Ray Train, score the trained scorer
+    (``embedder``: a caller's, to share its vectors; else ``models.embedder``)."""
     import torch
 
     from memgraft.collab.data.generator import generate
@@ -119,7 +120,7 @@ def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     dataset = generate(seed=t.seed, teams=t.validity_teams, groups=t.validity_groups)
-    embedder = load_embedder(settings)
+    embedder = embedder or load_embedder(settings)
     reranker = load_reranker(settings, embedder)
     bank, bank_info = build_bank(out / f"bank-{t.validity_bank}.sqlite", dataset, embedder, t.validity_bank, settings)
     questions = [MemoryQuestion.model_validate(q) for q in dataset.questions]
