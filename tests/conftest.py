@@ -67,3 +67,39 @@ def slice_graph(ray_local, settings, musique_slice, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("slice-graph")
     return out, run_build(settings, str(musique_slice), str(out))
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """One PostgreSQL server with pgvector (pgserver's wheel) for the session, stopped and deleted after.
+
+    Run as root, pgserver starts the server as a system user ``pgserver`` it adds
+    (``useradd``) and opens the folders above its data directory to it. The banks
+    connect as ``memgraft``, an ordinary role: a superuser would bypass the banks'
+    row-level security, and the bank refuses one. Each test's database is a copy of
+    a template that already has the ``vector`` extension (creating it needs a superuser).
+    """
+    import pgserver
+    import psycopg
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    server.psql("CREATE ROLE memgraft LOGIN; CREATE DATABASE bank_template OWNER memgraft;")
+    with psycopg.connect(server.get_uri(database="bank_template"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A factory of fresh, empty bank databases on the session's server, as ``postgresql://`` URLs."""
+    import itertools
+
+    made = itertools.count()
+
+    def fresh() -> str:
+        name = f"bank_{os.getpid()}_{id(made)}_{next(made)}"
+        pg_server.psql(f"CREATE DATABASE {name} TEMPLATE bank_template OWNER memgraft;")
+        return pg_server.get_uri(database=name).replace("://postgres:@", "://memgraft@", 1)
+
+    return fresh

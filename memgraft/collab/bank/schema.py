@@ -131,6 +131,3 @@ def create_schema(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         raise
 
-
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM meta").fetchall())

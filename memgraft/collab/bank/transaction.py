@@ -1,4 +1,4 @@
-"""One group applied as one SQLite transaction: its memories, its decisions, and the mark that it is in.
+"""One group applied as one database transaction: its memories, its decisions, and the mark that it is in.
 
 Why: a killed ingest must leave whole groups only, so everything the updater writes
 for a group goes through this object while ``MemoryBank.group_transaction`` holds
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError, StaleDecision
-from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_blob, to_us
+from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_us
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
 from memgraft.ids import content_hash
 
@@ -50,7 +50,7 @@ class GroupTransaction:
         if self._added:
             raise BankError(f"group {self.group.group_id!r}: memories already added")
         self._added = True
-        g, conn = self.group, self.bank._conn
+        g, conn = self.group, self.bank._team_db(self.team)
         ids = [m.memory_id for m in g.memories]
         for part in id_chunks(ids):
             clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = ? AND memory_id IN "
@@ -63,7 +63,7 @@ class GroupTransaction:
             "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
             "relation, action, valid, maintained_at, embedding) VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?)",
             [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t,
-              None if vecs is None else to_blob(vecs[i])) for i, m in enumerate(g.memories)])
+              None if vecs is None else conn.encode_vec(vecs[i])) for i, m in enumerate(g.memories)])
         for i, m in enumerate(g.memories):
             self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
             self.new_ids.add(m.memory_id)
@@ -83,14 +83,14 @@ class GroupTransaction:
         revised = [d for d in decisions if d.after != d.before]
         vecs = self.bank._embed([d.after for d in revised]) if revised else None
         vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
-        conn = self.bank._conn
+        conn = self.bank._team_db(self.team)
         for d in decisions:
             vec = vec_of.get(id(d))
             conn.execute(
                 "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?"
                 + (", embedding = ?" if vec is not None else "") + " WHERE team = ? AND memory_id = ?",
                 (d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
-                 *([to_blob(vec)] if vec is not None else []), d.team, d.memory_id))
+                 *([conn.encode_vec(vec)] if vec is not None else []), d.team, d.memory_id))
             conn.execute(
                 f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
@@ -142,7 +142,7 @@ class GroupTransaction:
         """Add the memories if the caller did not, bump the team's version; returns the new version."""
         if not self._added:
             self.add_memories()
-        conn = self.bank._conn
+        conn = self.bank._team_db(self.team)
         conn.execute("UPDATE teams SET version = version + 1 WHERE team = ?", (self.team,))
         return conn.execute("SELECT version FROM teams WHERE team = ?", (self.team,)).fetchone()[0]
 

@@ -1,0 +1,253 @@
+"""The bank on PostgreSQL with pgvector: many writers, many teams, one database.
+
+Why it looks like this:
+- The tables, codecs and SQL are SQLite's (``schema``), so the rules read the same;
+  times stay fixed-width UTC ISO text (sorts as time sorts) and ``memories.rowid``
+  is an identity column standing in for SQLite's rowid (write order).
+- Triggers refuse what SQLite's triggers refuse (statement-level, so even an
+  UPDATE or DELETE that matches no row is refused, and TRUNCATE too).
+- Teams are kept apart row by row: row-level security on groups, memories and
+  decisions shows a session only the rows of ``memgraft.team``, which the bank sets
+  before each team's statements. A superuser or BYPASSRLS role would see every
+  row, so the bank refuses to connect as one.
+- A team's writers are serialised by ``pg_advisory_xact_lock`` on the team, taken
+  first in each group transaction: two writers of one team wait their turn (never
+  a refusal), writers of different teams do not wait at all.
+- A team's dense top-N is computed in the database: an HNSW index (cosine) over
+  the maintained-text vectors. The few rows it returns are ranked by the same
+  ``index.rank`` the SQLite bank uses, so scores and tie-breaks are the same.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.backend import Backend
+from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.index import TeamIndex, index_of_rows
+from memgraft.collab.bank.schema import SCHEMA_VERSION
+
+LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
+SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
+TOP_N_SLACK = 16  # extra rows fetched past k, so ties at the k-th score resolve as in SQLite (write order)
+TEAM_SETTING = "memgraft.team"
+ROW_TABLES = ("groups", "memories", "decisions")
+
+SCHEMA = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE teams (team TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE groups (
+    team TEXT NOT NULL REFERENCES teams(team), group_id TEXT NOT NULL,
+    time TEXT NOT NULL, applied_at TEXT NOT NULL,
+    PRIMARY KEY (team, group_id));
+CREATE TABLE memories (
+    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL,
+    type TEXT NOT NULL CHECK (type IN ('team', 'individual')),
+    author TEXT NOT NULL, original TEXT NOT NULL, maintained TEXT NOT NULL, time TEXT NOT NULL,
+    relation TEXT CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
+    action TEXT CHECK (action IN ('keep', 'revise')),
+    valid INTEGER NOT NULL CHECK (valid IN (0, 1)), maintained_at TEXT NOT NULL,
+    embedding vector,
+    PRIMARY KEY (team, memory_id),
+    FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
+CREATE INDEX memories_by_time ON memories(team, time);
+CREATE TABLE decisions (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, decision_id TEXT NOT NULL UNIQUE,
+    team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL, decided_at TEXT NOT NULL,
+    level TEXT NOT NULL CHECK (level IN ('intra', 'inter')),
+    relation TEXT NOT NULL CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
+    action TEXT NOT NULL CHECK (action IN ('keep', 'revise')),
+    before TEXT NOT NULL, after TEXT NOT NULL,
+    valid_before INTEGER NOT NULL, valid_after INTEGER NOT NULL,
+    decided_by TEXT NOT NULL, reason TEXT NOT NULL,
+    FOREIGN KEY (team, memory_id) REFERENCES memories(team, memory_id),
+    FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
+CREATE INDEX decisions_by_memory ON decisions(team, memory_id, decided_at, seq);
+CREATE INDEX decisions_by_time ON decisions(team, decided_at);
+CREATE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
+CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('decisions are append-only');
+CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('memories are never deleted');
+CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
+    ON memories FOR EACH STATEMENT
+    EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
+CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
+""" + "".join(f"""
+ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
+CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
+    WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
+
+
+@lru_cache(maxsize=512)
+def to_psycopg(sql: str) -> str:
+    """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
+    sql = sql.replace("%", "%%").replace("?", "%s")
+    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
+
+
+def hide_password(url: str) -> str:
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+class PostgresBackend(Backend):
+    """One psycopg connection (autocommit between the bank's explicit transactions)."""
+
+    dialect = "postgresql"
+    ranks_in_db = True
+
+    def __init__(self, url: str, team: str | None = None):
+        try:
+            import psycopg
+            from pgvector.psycopg import register_vector
+        except ImportError as err:  # pragma: no cover - both are dependencies
+            raise BankError(f"a PostgreSQL bank needs psycopg and pgvector installed ({err})") from None
+        self.location, self.where, self.bound_team = url, hide_password(url), team
+        self._psycopg = psycopg
+        self._team: str | None = None  # the session's memgraft.team, as far as we know
+        self._ef_search = 40  # pgvector's default
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as err:
+            raise BankError(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
+        except psycopg.ProgrammingError as err:
+            raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
+        try:
+            self._check_role()
+            self._ensure_vector()
+            register_vector(self._conn)
+            self._create_schema()
+            if team is not None:
+                self._set_team(team)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- setup -------------------------------------------------------------------------------
+    def _check_role(self) -> None:
+        row = self._conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
+                                 "WHERE rolname = current_user").fetchone()
+        if row[1]:
+            raise BankError(f"{self.where} connects as {row[0]!r}, a role that bypasses row-level security, so "
+                            f"teams would not be kept apart: connect as an ordinary role (no SUPERUSER, no "
+                            f"BYPASSRLS) that owns the bank's tables")
+
+    def _ensure_vector(self) -> None:
+        if self._conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        try:
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except self._psycopg.Error as err:
+            raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
+                            f"a superuser must run CREATE EXTENSION vector in that database") from None
+
+    def _create_schema(self) -> None:
+        """Create the tables once (under the schema lock: two processes may open a new bank at once)."""
+        if self._has_schema():
+            return
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+            if not self._has_schema():
+                self._conn.execute(SCHEMA)
+                self._conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
+
+    def _has_schema(self) -> bool:
+        return self._conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+
+    def bind_dim(self, dim: int) -> None:
+        """Type the vector column (the HNSW index needs a dimension) and build the index; in the caller's tx."""
+        self.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, SCHEMA_LOCK))
+        self.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        self.execute("CREATE INDEX IF NOT EXISTS memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops)")
+
+    # -- statements --------------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        return self._conn.execute(to_psycopg(sql), params or None)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._conn.cursor() as cur:
+            cur.executemany(to_psycopg(sql), rows)
+
+    def begin(self, team: str | None) -> None:
+        self._conn.execute("BEGIN")
+        if team is not None:
+            self.use_team(team)
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, team))
+
+    def rollback(self) -> None:
+        self._team = None  # a setting changed inside the transaction is undone with it
+        self._conn.execute("ROLLBACK")
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+
+    def use_team(self, team: str) -> None:
+        super().use_team(team)
+        if team != self._team:
+            self._set_team(team)
+
+    def _set_team(self, team: str) -> None:
+        self._conn.execute("SELECT set_config(%s, %s, false)", (TEAM_SETTING, team))
+        self._team = team
+
+    # -- vectors -----------------------------------------------------------------------------
+    def encode_vec(self, vec: np.ndarray) -> np.ndarray:
+        return np.asarray(vec, dtype=np.float32)
+
+    def decode_vecs(self, raws: Sequence[Any], dim: int) -> np.ndarray:
+        if not raws:
+            return np.zeros((0, dim), np.float32)
+        return np.stack([r.to_numpy() for r in raws]).astype(np.float32, copy=False)
+
+    def vec_dim(self, raw: Any) -> int:
+        return raw.dimensions()
+
+    def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
+              until: str | None, exclude: Sequence[str]) -> TeamIndex:
+        """The team's rows nearest ``q`` by cosine, from the HNSW index, as a small index in write order.
+
+        An HNSW scan returns at most ``hnsw.ef_search`` rows before the team's filter, so a
+        team that is a small part of the table may come back short: then the same query is
+        run exactly (a plain scan of the team's rows).
+        """
+        n = k + TOP_N_SLACK
+        where = ["team = ?", "embedding IS NOT NULL"]
+        args: list[Any] = [team]
+        if valid_only:
+            where.append("valid = 1")
+        if want_team is not None:
+            where.append("type = ?")
+            args.append("team" if want_team else "individual")
+        if until is not None:
+            where.append("time <= ?")
+            args.append(until)
+        if exclude:
+            where.append("NOT (memory_id = ANY(?))")
+            args.append(list(exclude))
+        self.use_team(team)
+        ef = min(1000, max(40, n))
+        if ef != self._ef_search:
+            self.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(ef),))
+            self._ef_search = ef
+        cols, cond, qv = "rowid, memory_id, embedding, valid, type, time", " AND ".join(where), self.encode_vec(q)
+        rows = self.execute(f"SELECT {cols} FROM memories WHERE {cond} ORDER BY embedding <=> ? LIMIT ?",
+                            (*args, qv, n)).fetchall()
+        if len(rows) < n:
+            total = self.execute(f"SELECT COUNT(*) FROM memories WHERE {cond}", args).fetchone()[0]
+            if total > len(rows):  # the index scan came back short: rank the team's rows exactly
+                rows = self.execute(f"SELECT {cols} FROM memories WHERE {cond} "
+                                    f"ORDER BY (embedding <=> ?) + 0 LIMIT ?", (*args, qv, n)).fetchall()
+        # in write order: rank breaks ties by position, as over SQLite's whole matrix
+        return index_of_rows(self, team, [r[1:] for r in sorted(rows, key=lambda r: r[0])], dim, 0)
+
+    def close(self) -> None:
+        self._conn.close()
