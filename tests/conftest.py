@@ -70,7 +70,7 @@ def slice_graph(ray_local, settings, musique_slice, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """One PostgreSQL server with pgvector (pgserver's wheel) for the session, stopped and deleted after.
 
     Run as root, pgserver starts the server as a system user ``pgserver`` it adds
@@ -78,16 +78,27 @@ def pg_server(tmp_path_factory):
     connect as ``memgraft``, an ordinary role: a superuser would bypass the banks'
     row-level security, and the bank refuses one. Each test's database is a copy of
     a template that already has the ``vector`` extension (creating it needs a superuser).
+    The server is thrown away after, so it does not sync to disk (its shutdown
+    checkpoint took 8 s of a run's teardown otherwise). Its folder is not under
+    pytest's: another pytest session resets that tree to mode 0700, which shuts the
+    ``pgserver`` user out of its own data.
     """
+    import shutil
+    import tempfile
+
     import pgserver
     import psycopg
 
-    server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    root = Path(tempfile.mkdtemp(prefix="memgraft-pg-"))
+    server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; "
+                "ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();")
     server.psql("CREATE ROLE memgraft LOGIN; CREATE DATABASE bank_template OWNER memgraft;")
     with psycopg.connect(server.get_uri(database="bank_template"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION vector")
     yield server
     server.cleanup()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -119,8 +119,11 @@ def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: 
     k = min(k, n_live)
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-    top = top[np.lexsort((top, -scores[top]))]  # by score, ties by position: deterministic
+    if len(scores) > k:  # the k-th best score, and every row reaching it: ties at the cut break by position too
+        top = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
+    else:
+        top = np.arange(len(scores))
+    top = top[np.lexsort((top, -scores[top]))][:k]  # by score, ties by position (write order): deterministic
     nb = len(base)
     return [(idx.ids[i], float(scores[i]), idx.vecs[i]) if i < nb else  # type: ignore[union-attr]
             (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in top]

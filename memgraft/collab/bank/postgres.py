@@ -13,9 +13,11 @@ Why it looks like this:
 - A team's writers are serialised by ``pg_advisory_xact_lock`` on the team, taken
   first in each group transaction: two writers of one team wait their turn (never
   a refusal), writers of different teams do not wait at all.
-- A team's dense top-N is computed in the database: an HNSW index (cosine) over
-  the maintained-text vectors. The few rows it returns are ranked by the same
-  ``index.rank`` the SQLite bank uses, so scores and tie-breaks are the same.
+- A team's dense top-N is computed in the database: exactly (a scan of the team's
+  rows) up to ``EXACT_MAX_ROWS`` memories, where that is fast and gives SQLite's
+  results; above, from an HNSW index (cosine), approximate as HNSW is. The few rows
+  it returns are ranked by the same ``index.rank`` the SQLite bank uses, so scores
+  and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ from memgraft.collab.bank.schema import SCHEMA_VERSION
 
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
 SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
-TOP_N_SLACK = 16  # extra rows fetched past k, so ties at the k-th score resolve as in SQLite (write order)
+EXACT_MAX_ROWS = 20_000  # a team up to this size is ranked exactly; a larger one through the HNSW index
+TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
+TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
 TEAM_SETTING = "memgraft.team"
 ROW_TABLES = ("groups", "memories", "decisions")
 
 SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE teams (team TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE teams (team TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0, memories BIGINT NOT NULL DEFAULT 0);
 CREATE TABLE groups (
     team TEXT NOT NULL REFERENCES teams(team), group_id TEXT NOT NULL,
     time TEXT NOT NULL, applied_at TEXT NOT NULL,
@@ -78,6 +82,11 @@ CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
 CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
     ON memories FOR EACH STATEMENT
     EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
+CREATE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
+    WHERE t.team = n.team; RETURN NULL; END $$;
+CREATE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
 CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
     FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
 """ + "".join(f"""
@@ -213,41 +222,42 @@ class PostgresBackend(Backend):
 
     def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
               until: str | None, exclude: Sequence[str]) -> TeamIndex:
-        """The team's rows nearest ``q`` by cosine, from the HNSW index, as a small index in write order.
+        """The team's rows nearest ``q`` by cosine, as a small index in write order (``rank`` scores it).
 
-        An HNSW scan returns at most ``hnsw.ef_search`` rows before the team's filter, so a
-        team that is a small part of the table may come back short: then the same query is
-        run exactly (a plain scan of the team's rows).
+        A small team is read exactly; a large one through the HNSW index, re-read
+        exactly if the scan comes back short (it returns at most ``hnsw.ef_search``
+        rows before the team's filter). When the slack past ``k`` is all ties with the
+        k-th row, every row tied with it is read, so ties break by write order as in SQLite.
         """
         n = k + TOP_N_SLACK
-        where = ["team = ?", "embedding IS NOT NULL"]
-        args: list[Any] = [team]
-        if valid_only:
-            where.append("valid = 1")
-        if want_team is not None:
-            where.append("type = ?")
-            args.append("team" if want_team else "individual")
-        if until is not None:
-            where.append("time <= ?")
-            args.append(until)
-        if exclude:
-            where.append("NOT (memory_id = ANY(?))")
-            args.append(list(exclude))
+        where, args = ["team = ?", "embedding IS NOT NULL"], [team]
+        for cond, arg, used in (("valid = 1", None, valid_only),
+                                ("type = ?", "team" if want_team else "individual", want_team is not None),
+                                ("time <= ?", until, until is not None),
+                                ("NOT (memory_id = ANY(?))", list(exclude), bool(exclude))):
+            if used:
+                where.append(cond)
+                args += [] if arg is None else [arg]
         self.use_team(team)
         ef = min(1000, max(40, n))
         if ef != self._ef_search:
             self.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(ef),))
             self._ef_search = ef
-        cols, cond, qv = "rowid, memory_id, embedding, valid, type, time", " AND ".join(where), self.encode_vec(q)
-        rows = self.execute(f"SELECT {cols} FROM memories WHERE {cond} ORDER BY embedding <=> ? LIMIT ?",
-                            (*args, qv, n)).fetchall()
-        if len(rows) < n:
-            total = self.execute(f"SELECT COUNT(*) FROM memories WHERE {cond}", args).fetchone()[0]
-            if total > len(rows):  # the index scan came back short: rank the team's rows exactly
-                rows = self.execute(f"SELECT {cols} FROM memories WHERE {cond} "
-                                    f"ORDER BY (embedding <=> ?) + 0 LIMIT ?", (*args, qv, n)).fetchall()
+        qv, cond = self.encode_vec(q), " AND ".join(where)
+
+        def read(tail: str, *extra: Any) -> list[tuple]:
+            return self.execute(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
+                                f"FROM memories WHERE {cond} {tail}", (qv, *args, *extra)).fetchall()
+
+        size = self.execute("SELECT memories FROM teams WHERE team = ?", (team,)).fetchone()
+        exact = "ORDER BY (embedding <=> ?) + 0 LIMIT ?"  # "+ 0": an order the index cannot give, so a scan
+        rows = read(exact if size is None or size[0] <= EXACT_MAX_ROWS else "ORDER BY embedding <=> ? LIMIT ?", qv, n)
+        if len(rows) < n and size is not None and size[0] > EXACT_MAX_ROWS:
+            rows = read(exact, qv, n)
+        if k > 0 and len(rows) == n and rows[-1][6] - rows[k - 1][6] <= TIE_EPS:
+            rows = read("AND (embedding <=> ?) <= ?", qv, rows[k - 1][6] + TIE_EPS)
         # in write order: rank breaks ties by position, as over SQLite's whole matrix
-        return index_of_rows(self, team, [r[1:] for r in sorted(rows, key=lambda r: r[0])], dim, 0)
+        return index_of_rows(self, team, [r[1:6] for r in sorted(rows, key=lambda r: r[0])], dim, 0)
 
     def close(self) -> None:
         self._conn.close()
