@@ -394,8 +394,7 @@ def test_concurrent_writers_of_one_team_take_turns(location):
         try:
             for i in range(6):
                 g = group("ops", f"{name}{i}", 1, (f"{name}{i}", "individual", f"note {i} from {name}"))
-                with bank.group_transaction(g) as tx:
-                    tx.add_memories()
+                with bank.group_transaction(g) as tx:  # read, embed, write: a lost update if not in turn
                     cur = tx.memory("m1")
                     tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by=name,
                               after=f"{cur.maintained} +{name}{i}")
