@@ -36,6 +36,7 @@ from memgraft.collab.bank.schema import SCHEMA_VERSION
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
 SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
 EXACT_MAX_ROWS = 20_000  # a team up to this size is ranked exactly; a larger one through the HNSW index
+SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
 TEAM_SETTING = "memgraft.team"
@@ -123,6 +124,7 @@ class PostgresBackend(Backend):
         self._psycopg = psycopg
         self._team: str | None = None  # the session's memgraft.team, as far as we know
         self._ef_search = 40  # pgvector's default
+        self._sizes: dict[str, tuple[int, int]] = {}  # team -> (memories, searches before reading it again)
         try:
             self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as err:
@@ -249,15 +251,24 @@ class PostgresBackend(Backend):
             return self.execute(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
                                 f"FROM memories WHERE {cond} {tail}", (qv, *args, *extra)).fetchall()
 
-        size = self.execute("SELECT memories FROM teams WHERE team = ?", (team,)).fetchone()
         exact = "ORDER BY (embedding <=> ?) + 0 LIMIT ?"  # "+ 0": an order the index cannot give, so a scan
-        rows = read(exact if size is None or size[0] <= EXACT_MAX_ROWS else "ORDER BY embedding <=> ? LIMIT ?", qv, n)
-        if len(rows) < n and size is not None and size[0] > EXACT_MAX_ROWS:
+        large = self._team_size(team) > EXACT_MAX_ROWS
+        rows = read("ORDER BY embedding <=> ? LIMIT ?" if large else exact, qv, n)
+        if len(rows) < n and large:
             rows = read(exact, qv, n)
         if k > 0 and len(rows) == n and rows[-1][6] - rows[k - 1][6] <= TIE_EPS:
             rows = read("AND (embedding <=> ?) <= ?", qv, rows[k - 1][6] + TIE_EPS)
         # in write order: rank breaks ties by position, as over SQLite's whole matrix
         return index_of_rows(self, team, [r[1:6] for r in sorted(rows, key=lambda r: r[0])], dim, 0)
+
+    def _team_size(self, team: str) -> int:
+        """The team's memory count (which plan its searches take), read again every ``SIZE_REFRESH`` searches."""
+        size, left = self._sizes.get(team, (0, 0))
+        if left <= 0:
+            row = self.execute("SELECT memories FROM teams WHERE team = ?", (team,)).fetchone()
+            size, left = (0 if row is None else row[0]), SIZE_REFRESH
+        self._sizes[team] = (size, left - 1)
+        return size
 
     def close(self) -> None:
         self._conn.close()

@@ -77,24 +77,28 @@ class GroupTransaction:
         """Apply decisions in order; revised texts are embedded in one batch."""
         self._open()
         decisions = list(decisions)
-        states: dict[str, Memory] = {}
+        # the targets' states inside this transaction, read in one query, then as each decision leaves them
+        states = {m.memory_id: m for m in self.bank.memories(self.team, ids=list({d.memory_id for d in decisions}))}
         for d in decisions:
             self._check(d, states)
         revised = [d for d in decisions if d.after != d.before]
         vecs = self.bank._embed([d.after for d in revised]) if revised else None
         vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
         conn = self.bank._team_db(self.team)
+        # two batched statements, in the decisions' order (one round trip each on PostgreSQL)
+        conn.executemany(
+            "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?, "
+            "embedding = COALESCE(?, embedding) WHERE team = ? AND memory_id = ?",
+            [(d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
+              None if vec_of.get(id(d)) is None else conn.encode_vec(vec_of[id(d)]), d.team, d.memory_id)
+             for d in decisions])
+        conn.executemany(
+            f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
+              str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason)
+             for d in decisions])
         for d in decisions:
             vec = vec_of.get(id(d))
-            conn.execute(
-                "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?"
-                + (", embedding = ?" if vec is not None else "") + " WHERE team = ? AND memory_id = ?",
-                (d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
-                 *([conn.encode_vec(vec)] if vec is not None else []), d.team, d.memory_id))
-            conn.execute(
-                f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
-                 str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason))
             old = self.pending.get(d.memory_id)
             target = states[d.memory_id]
             keep_vec = old[0] if old is not None else None
@@ -130,7 +134,7 @@ class GroupTransaction:
             raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
                             f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
                             f"{g.time.isoformat()})")
-        current = states.get(d.memory_id) or self.memory(d.memory_id)
+        current = states.get(d.memory_id)
         if current is None:
             raise BankError(f"decision {d.decision_id!r}: team {self.team!r} has no memory {d.memory_id!r}")
         if current.maintained != d.before or current.valid != d.valid_before:
