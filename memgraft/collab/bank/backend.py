@@ -13,6 +13,7 @@ translates them if its driver wants others.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, Sequence
@@ -131,6 +132,11 @@ class SqliteBackend(Backend):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def hide_password(url: str) -> str:
+    """A URL fit for messages and logs: ``postgresql://user:***@host/db``."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
 
 
 def is_postgres(location: str | Path) -> bool:

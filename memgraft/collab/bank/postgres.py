@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memgraft.collab.bank.backend import Backend
+from memgraft.collab.bank.backend import Backend, hide_password
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import TeamIndex, index_of_rows
 from memgraft.collab.bank.schema import SCHEMA_VERSION
@@ -104,10 +104,6 @@ def to_psycopg(sql: str) -> str:
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
 
 
-def hide_password(url: str) -> str:
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
 class PostgresBackend(Backend):
     """One psycopg connection (autocommit between the bank's explicit transactions)."""
 
@@ -138,6 +134,9 @@ class PostgresBackend(Backend):
             self._create_schema()
             if team is not None:
                 self._set_team(team)
+        except psycopg.Error as err:
+            self._conn.close()
+            raise BankError(f"{self.where}: {type(err).__name__}: {str(err).strip()}") from None
         except BaseException:
             self._conn.close()
             raise
