@@ -71,46 +71,15 @@ def slice_graph(ray_local, settings, musique_slice, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """One PostgreSQL server with pgvector (pgserver's wheel) for the session, stopped and deleted after.
+    """One PostgreSQL server with pgvector for the session, stopped and deleted after (see ``bank.scratch``)."""
+    from memgraft.collab.bank.scratch import ScratchPostgres
 
-    Run as root, pgserver starts the server as a system user ``pgserver`` it adds
-    (``useradd``) and opens the folders above its data directory to it. The banks
-    connect as ``memgraft``, an ordinary role: a superuser would bypass the banks'
-    row-level security, and the bank refuses one. Each test's database is a copy of
-    a template that already has the ``vector`` extension (creating it needs a superuser).
-    The server is thrown away after, so it does not sync to disk (its shutdown
-    checkpoint took 8 s of a run's teardown otherwise). Its folder is not under
-    pytest's: another pytest session resets that tree to mode 0700, which shuts the
-    ``pgserver`` user out of its own data.
-    """
-    import shutil
-    import tempfile
-
-    import pgserver
-    import psycopg
-
-    root = Path(tempfile.mkdtemp(prefix="memgraft-pg-"))
-    server = pgserver.get_server(root / "data", cleanup_mode="delete")
-    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; "
-                "ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();")
-    server.psql("CREATE ROLE memgraft LOGIN; CREATE DATABASE bank_template OWNER memgraft;")
-    with psycopg.connect(server.get_uri(database="bank_template"), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION vector")
+    server = ScratchPostgres()
     yield server
-    server.cleanup()
-    shutil.rmtree(root, ignore_errors=True)
+    server.stop()
 
 
 @pytest.fixture
 def pg_url(pg_server):
     """A factory of fresh, empty bank databases on the session's server, as ``postgresql://`` URLs."""
-    import itertools
-
-    made = itertools.count()
-
-    def fresh() -> str:
-        name = f"bank_{os.getpid()}_{id(made)}_{next(made)}"
-        pg_server.psql(f"CREATE DATABASE {name} TEMPLATE bank_template OWNER memgraft;")
-        return pg_server.get_uri(database=name).replace("://postgres:@", "://memgraft@", 1)
-
-    return fresh
+    return pg_server.database

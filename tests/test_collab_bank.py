@@ -449,7 +449,7 @@ def test_both_backends_rank_alike(tmp_path, pg_url):
         bank.close()
 
 
-def test_postgres_keeps_teams_apart_row_by_row(pg_url, pg_server):
+def test_postgres_keeps_teams_apart_row_by_row(pg_url):
     """Row-level security: a session sees and writes only the rows of its ``memgraft.team``; a bank bound to a
     team refuses the others; a role that bypasses the policies is refused; the top-N uses the HNSW index."""
     import psycopg
@@ -481,7 +481,7 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url, pg_server):
         with pytest.raises(BankError, match="team 'lab' only"):
             lab.apply_group(group("ops", "g2", 5, ("y", "team", "no")))
     with pytest.raises(BankError, match="bypasses row-level security"):
-        MemoryBank(url.replace("://memgraft@", "://postgres@"))
+        MemoryBank(url.replace("://memgraft@", "://postgres@"))  # the server's superuser
     with pytest.raises(BankError, match="cannot reach the PostgreSQL bank at postgresql://memgraft:\\*\\*\\*@"):
         MemoryBank("postgresql://memgraft:secret@/bank?host=/nonexistent")
     with pytest.raises(BankError, match="neither a path"):
