@@ -225,7 +225,8 @@ def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace
     with Phase(res["cpu"], "build"):
         res["build"] = build_bank(path, size, args.group_size, args.revise, embedder.name, embedder.dim)
 
-    bank = open_bank(path, SyntheticEmbedder(embedder.name, embedder.dim, seed=99))  # as-of rebuilds embed texts: synthetic too
+    # as-of rebuilds embed texts: synthetic too
+    bank = open_bank(path, SyntheticEmbedder(embedder.name, embedder.dim, seed=99))
     res["index_load_ms"], _ = ms(lambda: bank.search(TEAM, np.ones(embedder.dim, np.float32) / embedder.dim ** 0.5, 1))
     hs = settings.hicomer
     reranker = CosineReranker(embedder)

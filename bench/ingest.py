@@ -275,7 +275,8 @@ def print_tables(result: dict[str, Any]) -> None:
             rt.add_row(str(w), f"{ratio:.2f}")
         con.print(rt)
     at = Table(title="pipeline bank vs baseline bank")
-    for col in ("backend", "workers", "memories", "same maintained text and validity", "decisions (baseline, pipeline)"):
+    for col in ("backend", "workers", "memories", "same maintained text and validity",
+                "decisions (baseline, pipeline)"):
         at.add_column(col)
     for p in result["pipeline"]:
         a = p["agreement"]

@@ -10,8 +10,9 @@ embedder and the policy once, opens the bank, and applies its team's groups in
 time order (``memgraft.collab.ingest.ingest_team``), each group committed in one short
 transaction. On a SQLite file the workers take turns at the file's one write lock; on a
 PostgreSQL bank (``--bank postgresql://…``) they write their teams at once, each team's
-writers in turn. Killed and restarted, the run skips the groups already in the bank. A team whose group fails stops there (nothing of that
-group written) while the others go on; the run then exits with status 1.
+writers in turn. Killed and restarted, the run skips the groups already in the bank.
+A team whose group fails stops there (nothing of that group written) while the others
+go on; the run then exits with status 1.
 
 With ``--policy llm`` each worker loads the configured LLM backend
 (``models.llm_backend``): the local profile's transformers SmolLM2 in every worker, or,

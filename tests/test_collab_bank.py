@@ -195,7 +195,8 @@ def test_decision_log_is_append_only_and_originals_never_change(bank):
     refused = ["UPDATE decisions SET after = 'x'", "DELETE FROM decisions", "UPDATE memories SET original = 'x'",
                "DELETE FROM memories", "DELETE FROM groups"]
     if bank.backend == "postgresql":  # statement-level triggers: even a statement that matches no row
-        refused += ["UPDATE decisions SET after = 'x' WHERE seq < 0", "TRUNCATE decisions", "TRUNCATE memories CASCADE", "TRUNCATE groups CASCADE"]
+        refused += ["UPDATE decisions SET after = 'x' WHERE seq < 0", "TRUNCATE decisions",
+                    "TRUNCATE memories CASCADE", "TRUNCATE groups CASCADE"]
     try:
         for sql in refused:
             with pytest.raises(error, match="append-only|never"):
@@ -442,8 +443,8 @@ def test_both_backends_rank_alike(tmp_path, pg_url):
         return [[(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search(team, w, 6, **kw)]
                 for team in ("ops", "lab") for w in words[:4]]
 
-    for kw in ({}, {"valid_only": True}, {"types": ["team"]}, {"as_of": times[8]}, {"as_of": times[17], "valid_only": True},
-               {"as_of": times[12], "types": ["individual"]}):
+    for kw in ({}, {"valid_only": True}, {"types": ["team"]}, {"as_of": times[8]},
+               {"as_of": times[17], "valid_only": True}, {"as_of": times[12], "types": ["individual"]}):
         assert hits(banks[0], **kw) == hits(banks[1], **kw), kw
     for bank in banks:
         bank.close()

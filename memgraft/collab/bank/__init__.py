@@ -28,7 +28,8 @@ The package, by idea: ``schema`` (tables, triggers, row codecs), ``backend`` (th
 database: SQLite here, PostgreSQL in ``postgres``), ``index`` (a team's vectors and
 the ranking), ``vectors`` (embedding and index caching), ``search`` (live and
 as-of search), ``transaction`` (one group's write), ``store`` (``MemoryBank``: the
-embedder binding, transactions, reads), ``errors``.
+embedder binding, transactions, reads), ``errors``; ``scratch`` starts a throwaway
+PostgreSQL for tests and benchmarks.
 """
 
 from pathlib import Path

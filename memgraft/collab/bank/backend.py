@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import create_schema, to_blob
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.index import TeamIndex
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -63,6 +66,11 @@ class Backend:
 
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped)."""
+
+    def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
+              until: str | None, exclude: Sequence[str]) -> TeamIndex:
+        """The team's rows nearest ``q`` (where ``ranks_in_db``), filtered, as a small index in write order."""
+        raise NotImplementedError
 
     def encode_vec(self, vec: np.ndarray) -> Any:
         raise NotImplementedError

@@ -65,7 +65,8 @@ class BankSearch(BankVectors):
                      tx: GroupTransaction | None = None, earlier_only: bool = False) -> list[tuple[Memory, float]]:
         with self._lock:
             pending = tx.pending if tx else {}
-            kept = {m: p for m, p in pending.items() if not (earlier_only and m in tx.new_ids)}  # type: ignore[union-attr]
+            new_ids = tx.new_ids if tx is not None and earlier_only else set()
+            kept = {m: p for m, p in pending.items() if m not in new_ids}
             unchanged = self._stored(team, [m for m, (vec, *_) in kept.items() if vec is None])
             overlay: Overlay = {}
             for memory_id, (vec, valid, is_team, _) in kept.items():

@@ -135,8 +135,8 @@ class MemoryBank(BankSearch):
         with self._lock:
             if self._db.in_transaction:
                 raise BankError("a bank transaction is already open")
-            self._db.begin(team)
             try:
+                self._db.begin(team)  # may refuse the team (a bound bank) after BEGIN: rolled back below
                 yield self._db
                 self._db.commit()
             except BaseException:
@@ -198,7 +198,7 @@ class MemoryBank(BankSearch):
                  ids: Sequence[str] | None = None) -> list[Memory]:
         """The team's memories in write order: live, or rebuilt from the decision log as of a time."""
         sql, args = (f"SELECT {LIVE_COLUMNS}, rowid FROM memories m WHERE team = :team", {"team": team}) \
-            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else self._db.time_no_index + "m.time"),
+            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else f"{self._db.time_no_index}m.time"),
                                    {"team": team, "as_of": iso(as_of)})
         if want_team_of(types) is not None:
             sql += " AND m.type IN (" + ",".join(f":t{i}" for i in range(len(types))) + ")"
@@ -220,7 +220,8 @@ class MemoryBank(BankSearch):
         """The append-only log, in the order decisions were applied."""
         sql = f"SELECT {DECISION_COLUMNS} FROM decisions WHERE team = ?" + (" AND memory_id = ?" if memory_id else "")
         with self._lock:
-            rows = self._team_db(team).execute(sql + " ORDER BY seq", (team, memory_id) if memory_id else (team,)).fetchall()
+            rows = self._team_db(team).execute(sql + " ORDER BY seq",
+                                               (team, memory_id) if memory_id else (team,)).fetchall()
         return [row_to_decision(r) for r in rows]
 
     def stats(self, team: str) -> dict[str, Any]:

@@ -56,8 +56,7 @@ class BankVectors:
             return self._index(team)
         if self.dim is None:
             raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
-        return self._db.top_n(team, q, k, self.dim, valid_only, want_team_of(types), until,  # type: ignore[attr-defined]
-                              exclude)
+        return self._db.top_n(team, q, k, self.dim, valid_only, want_team_of(types), until, exclude)
 
     def _stored(self, team: str, memory_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
         """Stored vector and time (µs) of each id the team holds (as this connection sees it)."""
