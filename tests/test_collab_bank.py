@@ -487,3 +487,25 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url):
         MemoryBank("postgresql://memgraft:secret@/bank?host=/nonexistent")
     with pytest.raises(BankError, match="neither a path"):
         MemoryBank("mysql://host/bank")
+
+
+def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypatch):
+    """Past ``EXACT_MAX_ROWS`` (here 0) a team's top-N comes from the HNSW scan; a scan that the team filter
+    leaves short (a small team among many rows) is read again exactly."""
+    from memgraft.collab.bank import postgres
+
+    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 0)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    with MemoryBank(pg_url(), HashEmbedder()) as bank:
+        for g in range(6):
+            bank.apply_group(group("big", f"b{g}", g, *[(f"big{g}-{j}", "individual", f"{words[(g + j) % 12]} "
+                                                         f"{words[(3 * g + j) % 12]} note {g} {j}") for j in range(10)]))
+        bank.apply_group(group("small", "s0", 0, *[(f"s{j}", "team", f"small team fact {j}") for j in range(3)]))
+        shown = bank.search("small", "small team fact", 10)
+        assert sorted(m.memory_id for m, _ in shown) == ["s0", "s1", "s2"]
+        target = bank.memory("big", "big3-7")
+        top, score = bank.search("big", target.maintained, 1)[0]
+        assert top.memory_id == "big3-7" and score == pytest.approx(1.0, abs=1e-5)
+        assert [m.memory_id for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1))
+                ] and all(m.time <= G1.time + timedelta(hours=1)
+                          for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1)))
