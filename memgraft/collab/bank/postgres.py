@@ -31,7 +31,7 @@ import numpy as np
 from memgraft.collab.bank.backend import Backend, hide_password
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import TeamIndex, index_of_rows
-from memgraft.collab.bank.schema import SCHEMA_VERSION
+from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
 
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
 SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
@@ -42,38 +42,9 @@ TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy rou
 TEAM_SETTING = "memgraft.team"
 ROW_TABLES = ("groups", "memories", "decisions")
 
-SCHEMA = f"""
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE teams (team TEXT PRIMARY KEY, version BIGINT NOT NULL DEFAULT 0, memories BIGINT NOT NULL DEFAULT 0);
-CREATE TABLE groups (
-    team TEXT NOT NULL REFERENCES teams(team), group_id TEXT NOT NULL,
-    time TEXT NOT NULL, applied_at TEXT NOT NULL,
-    PRIMARY KEY (team, group_id));
-CREATE TABLE memories (
-    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-    team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL,
-    type TEXT NOT NULL CHECK (type IN ('team', 'individual')),
-    author TEXT NOT NULL, original TEXT NOT NULL, maintained TEXT NOT NULL, time TEXT NOT NULL,
-    relation TEXT CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
-    action TEXT CHECK (action IN ('keep', 'revise')),
-    valid INTEGER NOT NULL CHECK (valid IN (0, 1)), maintained_at TEXT NOT NULL,
-    embedding vector,
-    PRIMARY KEY (team, memory_id),
-    FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
-CREATE INDEX memories_by_time ON memories(team, time);
-CREATE TABLE decisions (
-    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, decision_id TEXT NOT NULL UNIQUE,
-    team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL, decided_at TEXT NOT NULL,
-    level TEXT NOT NULL CHECK (level IN ('intra', 'inter')),
-    relation TEXT NOT NULL CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
-    action TEXT NOT NULL CHECK (action IN ('keep', 'revise')),
-    before TEXT NOT NULL, after TEXT NOT NULL,
-    valid_before INTEGER NOT NULL, valid_after INTEGER NOT NULL,
-    decided_by TEXT NOT NULL, reason TEXT NOT NULL,
-    FOREIGN KEY (team, memory_id) REFERENCES memories(team, memory_id),
-    FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
-CREATE INDEX decisions_by_memory ON decisions(team, memory_id, decided_at, seq);
-CREATE INDEX decisions_by_time ON decisions(team, decided_at);
+SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
+                       rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
+                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + f"""
 CREATE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
     $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
 CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
