@@ -461,6 +461,10 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url):
     with open_bank(url, HashEmbedder()) as bank:
         bank.apply_group(G1)
         bank.apply_group(group("lab", "g1", 0, ("x", "individual", "Centrifuge is broken")))
+        with bank.transaction("ops") as db:  # SQLite's placeholders and a literal "%", with and without parameters
+            assert db.execute("SELECT '5%'").fetchone()[0] == "5%"
+            assert db.execute("SELECT COUNT(*), '5%' FROM memories WHERE maintained LIKE '%room A' AND type = ?",
+                              ("team",)).fetchone() == (1, "5%")
         conn, _ = raw_connection(bank)
     with conn:
         for table in ("groups", "memories", "decisions"):  # no team set: nothing at all

@@ -151,7 +151,7 @@ class PostgresBackend(Backend):
 
     # -- statements --------------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        return self._conn.execute(to_psycopg(sql), params or None)
+        return self._conn.execute(to_psycopg(sql), params)  # () still converts: a doubled "%" is one again
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cur:
