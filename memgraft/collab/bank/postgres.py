@@ -44,7 +44,7 @@ ROW_TABLES = ("groups", "memories", "decisions")
 
 SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
                        rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
-                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + f"""
+                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + """
 CREATE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
     $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
 CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
