@@ -1,9 +1,10 @@
 """HiCoMER's validity-aware search latency against plain dense search of the same bank, in one run.
 
     python bench/collab_search.py [--sizes 10000,100000] [--queries 200] [--group-size 2000]
-        [--revise 0.03] [--as-of-queries 50] [--out DIR] [--set k=v ...]
+        [--revise 0.03] [--as-of-queries 50] [--backends sqlite,postgresql] [--out DIR] [--set k=v ...]
 
-For each bank size:
+For each bank size, and each backend (a SQLite file; a PostgreSQL database on a
+throwaway local server, ``memgraft.collab.bank.scratch``: pgserver's, with pgvector):
 
 1. A bank of that many memories in one team, built through ``MemoryBank.apply_group``
    in groups of ``--group-size`` (an hour apart), 20% team memories, and from the
@@ -30,6 +31,11 @@ For each bank size:
    untrained (its weights do not change its cost). Torch runs one thread (``--threads``).
 3. ``--as-of-queries`` of the same questions as of the middle of the stream (the bank
    rebuilds the as-of state of every memory changed since, from the decision log).
+
+4. PostgreSQL against SQLite, same size, same queries: p50/p99 ratios of each row,
+   and recall@k of PostgreSQL's dense top-k against SQLite's exact one (a team past
+   ``postgres.EXACT_MAX_ROWS`` memories is searched through the HNSW index, which is
+   approximate; below, both are exact and the hits the same).
 
 No assertions on time: p50/p99 and the ratios to the dense baseline are printed and
 written to ``<out>/bench_collab_search.json``, beside the CPU other processes used.
@@ -123,15 +129,25 @@ def sentences(rng: random.Random):
             yield "individual", f"{text} (entry {n})"
 
 
-def build_bank(path: Path, size: int, group_size: int, revise: float, name: str, dim: int,
+def storage_mb(location: str | Path) -> float:
+    """The bank's size on disk: the SQLite file, or the PostgreSQL database."""
+    if isinstance(location, Path):
+        return location.stat().st_size / 2**20
+    import psycopg
+
+    with psycopg.connect(location) as conn:
+        return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
+
+
+def build_bank(path: str | Path, size: int, group_size: int, revise: float, name: str, dim: int,
                seed: int = 0) -> dict[str, Any]:
     """``size`` memories in groups through ``apply_group``; a share of earlier valid ones revised per group."""
-    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.bank import open_bank
     from memgraft.collab.types import Action, Decision, MemoryGroup, Relation
 
     rng = random.Random(f"bench-collab:{seed}")
     texts = sentences(rng)
-    bank = MemoryBank(path, SyntheticEmbedder(name, dim, seed))
+    bank = open_bank(path, SyntheticEmbedder(name, dim, seed))
     valid: list[tuple[str, str]] = []  # (memory_id, text) still valid
     revised = 0
     t = time.perf_counter()
@@ -162,7 +178,7 @@ def build_bank(path: Path, size: int, group_size: int, revise: float, name: str,
     return {"seconds": seconds, "groups": stats["groups"], "memories": stats["memories"], "revised": revised,
             "team_memories": stats["team_memories"], "valid": stats["valid"],
             "mid_time": T0 + timedelta(hours=stats["groups"] // 2, minutes=30),
-            "file_mb": path.stat().st_size / 2**20}
+            "file_mb": storage_mb(path)}
 
 
 def questions(n: int, seed: int = 1) -> list[str]:
@@ -194,20 +210,23 @@ def summary(xs: list[float]) -> dict[str, float]:
             "max": max(xs)}
 
 
-def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace, work: Path,
+               location: str | Path | None = None) -> dict[str, Any]:
+    """One size on one backend: ``location`` a PostgreSQL URL, or None for a SQLite file in ``work``."""
     import torch
 
-    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.bank import open_bank
     from memgraft.collab.retriever import ValidityRetriever
     from memgraft.collab.validity import ValidityScorer, validity_features
     from memgraft.models.reranker import CosineReranker
 
-    res: dict[str, Any] = {"size": size, "cpu": {}}
-    path = work / f"bank_{size}.sqlite"
+    path = location or work / f"bank_{size}.sqlite"
+    res: dict[str, Any] = {"size": size, "cpu": {}, "backend": "sqlite" if location is None else "postgresql"}
     with Phase(res["cpu"], "build"):
         res["build"] = build_bank(path, size, args.group_size, args.revise, embedder.name, embedder.dim)
 
-    bank = MemoryBank(path, SyntheticEmbedder(embedder.name, embedder.dim, seed=99))  # as-of rebuilds embed texts: synthetic too
+    # as-of rebuilds embed texts: synthetic too
+    bank = open_bank(path, SyntheticEmbedder(embedder.name, embedder.dim, seed=99))
     res["index_load_ms"], _ = ms(lambda: bank.search(TEAM, np.ones(embedder.dim, np.float32) / embedder.dim ** 0.5, 1))
     hs = settings.hicomer
     reranker = CosineReranker(embedder)
@@ -225,14 +244,16 @@ def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace
         "validity-aware total (ValidityRetriever.search)",
         "validity-aware total, S_sem from the dense cosines (semantic_from_dense)")}
     names = list(parts)
+    res["dense_ids"] = []  # each query's dense top-k: recall against SQLite's
     with Phase(res["cpu"], "queries"):
         for q in qs[args.warmup:]:
             t = time.perf_counter()
             qv = embedder.encode([q])[0]
             t_enc = time.perf_counter()
-            bank.search(TEAM, qv, args.k)
+            hits = bank.search(TEAM, qv, args.k)
             parts[names[0]].append((time.perf_counter() - t) * 1000)
             parts[names[1]].append((time.perf_counter() - t_enc) * 1000)
+            res["dense_ids"].append([m.memory_id for m, _ in hits])
 
             t_encode, qv = ms(lambda: embedder.encode([q])[0])
             t_dense, cands = ms(lambda: bank.search(TEAM, qv, hs.candidate_top_n))
@@ -264,7 +285,7 @@ def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace
                 as_of[b].append(ms(lambda: retriever.search(TEAM, q, args.k, as_of=when))[0])
         res["as_of"] = {k: summary(v) for k, v in as_of.items()}
     bank.close()
-    if not args.keep:
+    if not args.keep and location is None:
         for p in work.glob(f"bank_{size}.sqlite*"):
             p.unlink()
     return res
@@ -281,19 +302,19 @@ def print_tables(result: dict[str, Any]) -> None:
     con.print(f"{result['cpus']} CPUs; torch threads {result['torch_threads']}; BLAS threads: {result['blas']}; "
               f"top-N {result['candidate_top_n']}, k {result['k']}")
     bt = Table(title="banks (one team; synthetic random unit vectors, real template texts; built with apply_group)")
-    for c in ("memories", "groups", "team", "revised (invalid)", "file MiB", "build s", "memories/s",
+    for c in ("backend", "memories", "groups", "team", "revised (invalid)", "file MiB", "build s", "memories/s",
               "first search after open (index load) ms"):
         bt.add_column(c, justify="right")
     for r in result["sizes"]:
         b = r["build"]
-        bt.add_row(f"{b['memories']:,}", str(b["groups"]), f"{b['team_memories']:,}", f"{b['revised']:,}",
+        bt.add_row(r["backend"], f"{b['memories']:,}", str(b["groups"]), f"{b['team_memories']:,}", f"{b['revised']:,}",
                    f"{b['file_mb']:.0f}", f"{b['seconds']:.1f}", f"{b['memories'] / b['seconds']:,.0f}",
                    f"{r['index_load_ms']:.0f}")
     con.print(bt)
 
     for r in result["sizes"]:
         base = r["parts"][r["baseline"]]
-        t = Table(title=f"{r['build']['memories']:,} memories: ms per query over {base['n']} queries "
+        t = Table(title=f"{r['backend']}, {r['build']['memories']:,} memories: ms per query over {base['n']} queries "
                         f"(query embedding: {result['embedder']}, real; S_sem: {result['reranker']})")
         for c in ("part", "mean", "p50", "p99", "max", "p50 / dense p50", "p99 / dense p99"):
             t.add_column(c, justify="left" if c == "part" else "right")
@@ -306,14 +327,46 @@ def print_tables(result: dict[str, Any]) -> None:
                       f"{bold}{s['p50'] / b['p50']:.2f}", f"{bold}{s['p99'] / b['p99']:.2f}")
         con.print(t)
 
+    print_backend_ratios(con, result)
     ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
     for c in ("size", "phase", "seconds", "this run", "other processes"):
         ct.add_column(c, justify="left" if c in ("size", "phase") else "right")
     for r in result["sizes"]:
         for phase, c in r["cpu"].items():
-            ct.add_row(f"{r['size']:,}", phase, f"{c['wall_s']:.1f}",
+            ct.add_row(f"{r['size']:,} {r['backend']}", phase, f"{c['wall_s']:.1f}",
                        f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-", f"{c['other_cores']:.2f}")
     con.print(ct)
+
+
+def backend_ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per size: each row's PostgreSQL p50/p99 over SQLite's, and PostgreSQL's recall@k of SQLite's top-k."""
+    out = []
+    for size in dict.fromkeys(r["size"] for r in result["sizes"]):
+        by = {r["backend"]: r for r in result["sizes"] if r["size"] == size}
+        if set(by) != {"sqlite", "postgresql"}:
+            continue
+        lite, pg = by["sqlite"], by["postgresql"]
+        rows = {name: (pg["parts"][name]["p50"] / s["p50"], pg["parts"][name]["p99"] / s["p99"])
+                for name, s in lite["parts"].items()}
+        rows |= {name: (pg["as_of"][name]["p50"] / s["p50"], pg["as_of"][name]["p99"] / s["p99"])
+                 for name, s in lite.get("as_of", {}).items()}
+        recall = [len(set(a) & set(b)) / len(a) for a, b in zip(lite["dense_ids"], pg["dense_ids"]) if a]
+        out.append({"size": size, "rows": rows, "recall": statistics.mean(recall) if recall else 1.0,
+                    "build": pg["build"]["seconds"] / lite["build"]["seconds"]})
+    return out
+
+
+def print_backend_ratios(con: Any, result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    for r in result.get("backend_ratios", []):
+        t = Table(title=f"{r['size']:,} memories: PostgreSQL (pgvector) / SQLite, same queries; build "
+                        f"{r['build']:.2f}x; dense top-{result['k']} recall of SQLite's exact hits {r['recall']:.3f}")
+        for c in ("row", "p50 ratio", "p99 ratio"):
+            t.add_column(c, justify="left" if c == "row" else "right")
+        for name, (p50, p99) in r["rows"].items():
+            t.add_row(name, f"{p50:.2f}", f"{p99:.2f}")
+        con.print(t)
 
 
 def _torch_threads() -> int:
@@ -341,6 +394,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--as-of-queries", type=int, default=50, help="0 skips the as-of rows")
     parser.add_argument("--out", type=Path, default=None, help="where the banks and the JSON go (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the bank files")
+    parser.add_argument("--backends", default="sqlite,postgresql",
+                        help="sqlite, postgresql or both (PostgreSQL: a throwaway local server, pgserver's)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (query encode, rerank, scorer); 0: the profile's setting. One by default: "
                              "a single query gains little from two, and on a shared 2-core machine torch's OpenMP "
@@ -367,8 +422,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": available_cpus(), "torch_threads": _torch_threads(), "blas": _blas_threads(),
         "candidate_top_n": settings.hicomer.candidate_top_n, "k": args.k,
         "queries": args.queries, "sizes": []}
-    for size in (int(s) for s in args.sizes.split(",") if s):
-        result["sizes"].append(bench_size(settings, embedder, size, args, out))
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    server = None
+    if "postgresql" in backends:
+        from memgraft.collab.bank.scratch import ScratchPostgres
+
+        server = ScratchPostgres(out)
+    try:
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            for backend in backends:
+                location = server.database() if backend == "postgresql" and server else None
+                result["sizes"].append(bench_size(settings, embedder, size, args, out, location))
+    finally:
+        if server is not None:
+            server.stop()
+    result["backend_ratios"] = backend_ratios(result)
     print_tables(result)
     path = out / "bench_collab_search.json"
     path.write_text(json.dumps(result, indent=2, default=str))

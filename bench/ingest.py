@@ -1,7 +1,7 @@
 """Memory-stream ingest with the rules updater: the Ray pipeline against the same loop in one process, in one run.
 
-    python bench/ingest.py [--teams 12] [--groups 100] [--workers 1,2] [--out DIR] [--set k=v ...]
-                           [--stream PATH | --timeqa DIR] [--real-groups 30]
+    python bench/ingest.py [--teams 12] [--groups 100] [--workers 1,2,4] [--backends sqlite,postgresql]
+                           [--out DIR] [--set k=v ...] [--stream PATH | --timeqa DIR] [--real-groups 30]
 
 1. A generated stream (``memgraft.collab.data.generator``; ``--teams`` x ``--groups``
    groups, about 5 memories each) written to ``<out>/data``.
@@ -14,8 +14,13 @@
    beforehand (its start-up reported apart), once per ``--workers`` count, each into
    a fresh bank. groups/s counts from the moment every worker is ready (models
    loaded) to the last team's end; worker start-up is reported beside it.
-4. Ratio = pipeline groups/s / baseline groups/s; and whether the banks agree (each
-   memory's maintained text and validity, and the decision count).
+   With ``--backends sqlite,postgresql`` (the default) every pipeline run is made
+   on both: into a SQLite file (the workers take turns at its write lock) and into
+   a PostgreSQL database on a throwaway local server (``memgraft.collab.bank.scratch``;
+   the workers write their teams at once).
+4. Ratio = pipeline groups/s / baseline groups/s; PostgreSQL's groups/s / SQLite's
+   at each worker count; and whether the banks agree (each memory's maintained text
+   and validity, and the decision count).
 5. A converted real stream too (``--stream PATH``, or by default a TimeQA conversion
    built here from ``--timeqa DIR`` by ``memgraft.collab.data.timeqa``; ``--timeqa ''``
    skips it), cut to its first ``--real-groups`` groups per team: steps 2-4 again, and
@@ -36,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -75,17 +79,17 @@ def fresh(path: Path) -> Path:
     return path
 
 
-def bank_rows(path: Path) -> tuple[dict[tuple[str, str], tuple[str, int]], int]:
-    con = sqlite3.connect(path)
-    try:
-        rows = con.execute("SELECT team, memory_id, maintained, valid FROM memories").fetchall()
-        n = con.execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
-    finally:
-        con.close()
-    return {(r[0], r[1]): (r[2], r[3]) for r in rows}, n
+def bank_rows(location: str | Path) -> tuple[dict[tuple[str, str], tuple[str, int]], int]:
+    from memgraft.collab.bank import open_bank
+
+    with open_bank(location) as bank:
+        teams = bank.teams()
+        rows = {(m.team, m.memory_id): (m.maintained, int(m.valid)) for t in teams for m in bank.memories(t)}
+        n = sum(len(bank.decisions(t)) for t in teams)
+    return rows, n
 
 
-def agreement(a: Path, b: Path) -> dict[str, Any]:
+def agreement(a: str | Path, b: str | Path) -> dict[str, Any]:
     (ra, na), (rb, nb) = bank_rows(a), bank_rows(b)
     same = sum(ra[k] == rb.get(k) for k in ra)
     return {"memories": len(ra), "same_state": same / len(ra) if ra else 1.0, "decisions": (na, nb)}
@@ -144,7 +148,7 @@ def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, s
     return res
 
 
-def run_pipeline(settings: Any, stream_path: Path, bank: Path, workers: int, sampler: ProcessSampler,
+def run_pipeline(settings: Any, stream_path: Path, bank: str | Path, workers: int, sampler: ProcessSampler,
                  phase: str | None = None) -> dict[str, Any]:
     from pipelines.ingest_memories import run_ingest
 
@@ -180,9 +184,29 @@ def real_stream(args: argparse.Namespace, out: Path) -> Path | None:
     return dest
 
 
+def run_pipelines(settings: Any, stream: Path, out: Path, sampler: ProcessSampler, workers: list[int],
+                  backends: list[str], server: Any, label: str = "") -> list[dict[str, Any]]:
+    """The pipeline once per backend and worker count, each into a fresh bank, checked against the baseline's."""
+    runs = []
+    for backend in backends:
+        for w in workers:
+            bank = server.database() if backend == "postgresql" else fresh(out / f"pipeline_w{w}.sqlite")
+            p = run_pipeline(settings, stream, bank, w, sampler, phase=f"pipeline {label}{backend} w{w}")
+            p["backend"], p["bank"] = backend, "a PostgreSQL database" if backend == "postgresql" else str(bank)
+            p["agreement"] = agreement(out / "baseline.sqlite", bank)
+            runs.append(p)
+    return runs
+
+
+def backend_ratios(pipeline: list[dict[str, Any]]) -> dict[int, float]:
+    """PostgreSQL's groups/s over SQLite's, per worker count run on both."""
+    by = {(p["backend"], p["workers"]): p["groups_per_s"] for p in pipeline}
+    return {w: by[("postgresql", w)] / by[("sqlite", w)] for b, w in by if b == "sqlite" and ("postgresql", w) in by}
+
+
 def measure_stream(settings: Any, stream: Path, warm: Path, out: Path, sampler: ProcessSampler, workers: list[int],
-                   label: str, ray_address: str) -> dict[str, Any]:
-    """The baseline, then the pipeline once per worker count, on one stream."""
+                   label: str, ray_address: str, backends: list[str], server: Any) -> dict[str, Any]:
+    """The baseline, then the pipeline once per backend and worker count, on one stream."""
     import ray
 
     base_out = out / label
@@ -191,15 +215,11 @@ def measure_stream(settings: Any, stream: Path, warm: Path, out: Path, sampler: 
     t = time.perf_counter()
     ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ray_init_s = time.perf_counter() - t
-    pipeline = []
-    for w in workers:
-        bank = fresh(base_out / f"pipeline_w{w}.sqlite")
-        p = run_pipeline(settings, stream, bank, w, sampler, phase=f"pipeline {label} w{w}")
-        p["agreement"] = agreement(base_out / "baseline.sqlite", bank)
-        pipeline.append(p)
+    pipeline = run_pipelines(settings, stream, base_out, sampler, workers, backends, server, f"{label} ")
     ray.shutdown()
     return {"stream": str(stream), "ray_init_s": ray_init_s, "baseline": baseline, "pipeline": pipeline,
-            "ratios": {p["workers"]: p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline}}
+            "ratios": {f"{p['backend']} w{p['workers']}": p["groups_per_s"] / baseline["groups_per_s"]
+                       for p in pipeline}, "backend_ratios": backend_ratios(pipeline)}
 
 
 def print_streams(result: dict[str, Any]) -> None:
@@ -212,7 +232,8 @@ def print_streams(result: dict[str, Any]) -> None:
     for col in ("stream", "run", "groups", "decisions/group", "groups/s", "ratio to generated baseline"):
         t.add_column(col, justify="left" if col in ("stream", "run") else "right")
     for label, r in (("generated", result), *((("real", result["real"]),) if result.get("real") else ())):
-        runs = [("one process, no Ray", r["baseline"])] + [(f"Ray, {p['workers']} workers", p) for p in r["pipeline"]]
+        runs = [("one process, no Ray", r["baseline"])] + [(f"Ray, {p['workers']} workers, {p['backend']}", p)
+                                                           for p in r["pipeline"]]
         for name, x in runs:
             dec = x["decisions"] / max(1, x["applied"])
             t.add_row(label, name, str(x["applied"]), f"{dec:.1f}", f"{x['groups_per_s']:.2f}",
@@ -234,7 +255,8 @@ def print_tables(result: dict[str, Any]) -> None:
               f"{b['wall_s']:.1f}", f"{b['load_s']:.1f}", str(b["decisions"]), str(b["revisions"]),
               f"{b['other_cores']:.2f}")
     for p in result["pipeline"]:
-        t.add_row(f"Ray pipeline, {p['workers']} workers x {p['torch_threads']} threads", f"{p['groups_per_s']:.1f}",
+        t.add_row(f"Ray pipeline, {p['backend']}, {p['workers']} workers x {p['torch_threads']} threads",
+                  f"{p['groups_per_s']:.1f}",
                   f"{p['groups_per_s'] / b['groups_per_s']:.2f}", f"{p['ingest_s']:.1f}", f"{p['startup_s']:.1f}",
                   str(p["decisions"]), str(p["revisions"]), f"{p['other_cores']:.2f}")
     con.print(t)
@@ -245,12 +267,20 @@ def print_tables(result: dict[str, Any]) -> None:
     for k, v in sorted(b["parts_s"].items(), key=lambda kv: -kv[1]):
         pt.add_row(k, f"{1000 * v / max(1, b['applied']):.2f}", f"{v / b['wall_s']:.0%}")
     con.print(pt)
+    if result["backend_ratios"]:
+        rt = Table(title="PostgreSQL (pgvector) / SQLite: pipeline groups/s at the same worker count (same run)")
+        for col in ("workers", "groups/s ratio"):
+            rt.add_column(col, justify="right")
+        for w, ratio in result["backend_ratios"].items():
+            rt.add_row(str(w), f"{ratio:.2f}")
+        con.print(rt)
     at = Table(title="pipeline bank vs baseline bank")
-    for col in ("workers", "memories", "same maintained text and validity", "decisions (baseline, pipeline)"):
+    for col in ("backend", "workers", "memories", "same maintained text and validity",
+                "decisions (baseline, pipeline)"):
         at.add_column(col)
     for p in result["pipeline"]:
         a = p["agreement"]
-        at.add_row(str(p["workers"]), str(a["memories"]), f"{a['same_state']:.4f}", str(a["decisions"]))
+        at.add_row(p["backend"], str(p["workers"]), str(a["memories"]), f"{a['same_state']:.4f}", str(a["decisions"]))
     con.print(at)
     con.print(f"Ray start-up (ray.init): {result['ray_init_s']:.1f} s.  Figures: {result['json']}")
     if result["noisy"]:
@@ -263,7 +293,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--teams", type=int, default=12)
     parser.add_argument("--groups", type=int, default=100, help="groups per team")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", default="1,2", help="comma-separated worker counts for the pipeline runs")
+    parser.add_argument("--workers", default="1,2,4", help="comma-separated worker counts for the pipeline runs")
+    parser.add_argument("--backends", default="sqlite,postgresql",
+                        help="the pipeline's banks: sqlite, postgresql or both (PostgreSQL: a throwaway local server)")
     parser.add_argument("--out", type=Path, default=None, help="default: a new temp dir")
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
@@ -292,37 +324,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.wait_quiet:
         print(f"waited {wait_quiet(args.wait_quiet):.0f} s for a quiet machine", file=sys.stderr)
 
-    sampler = ProcessSampler().start()
-    baseline = run_baseline(settings, stream, warm, out, sampler)
-    import ray
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    server = None
+    if "postgresql" in backends:
+        from memgraft.collab.bank.scratch import ScratchPostgres
 
-    t = time.perf_counter()
-    ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    ray_init_s = time.perf_counter() - t
-    pipeline = []
-    for w in [int(x) for x in args.workers.split(",") if x.strip()]:
-        bank = fresh(out / f"pipeline_w{w}.sqlite")
-        p = run_pipeline(settings, stream, bank, w, sampler)
-        p["agreement"] = agreement(out / "baseline.sqlite", bank)
-        pipeline.append(p)
-    ray.shutdown()
-    workers = [int(x) for x in args.workers.split(",") if x.strip()]
-    real_res = measure_stream(settings, real, warm, out, sampler, workers, "real", args.ray_address) if real else None
-    sampler.stop()
+        server = ScratchPostgres(out)
+    sampler = ProcessSampler().start()
+    try:
+        baseline = run_baseline(settings, stream, warm, out, sampler)
+        import ray
+
+        t = time.perf_counter()
+        ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray_init_s = time.perf_counter() - t
+        workers = [int(x) for x in args.workers.split(",") if x.strip()]
+        pipeline = run_pipelines(settings, stream, out, sampler, workers, backends, server)
+        ray.shutdown()
+        real_res = measure_stream(settings, real, warm, out, sampler, workers, "real", args.ray_address, backends,
+                                  server) if real else None
+    finally:
+        sampler.stop()
+        if server is not None:
+            server.stop()
 
     result: dict[str, Any] = {
         "memory_peaks_mb": sampler.peaks, "data": data.counts(), "history_top_k": settings.hicomer.history_top_k, "out": str(out),
         "settings": {"profile": settings.profile, "overrides": args.overrides,
                      "embedder_dtype": settings.models.embedder_dtype, "actor_cpus": settings.pipeline.actor_cpus},
         "ray_init_s": ray_init_s, "baseline": baseline, "pipeline": pipeline,
-        "ratios": {p["workers"]: p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline},
+        "ratios": {f"{p['backend']} w{p['workers']}": p["groups_per_s"] / baseline["groups_per_s"] for p in pipeline},
+        "backend_ratios": backend_ratios(pipeline),
         "real": real_res,
         "json": str(out / "bench_ingest.json"),
     }
     result["noisy"] = (["baseline"] if baseline["other_cores"] > NOISE_LIMIT else []) + [
-        f"pipeline w{p['workers']}" for p in pipeline if p["other_cores"] > NOISE_LIMIT] + (
+        f"pipeline {p['backend']} w{p['workers']}" for p in pipeline if p["other_cores"] > NOISE_LIMIT] + (
         [phase for phase, x in [("baseline real", real_res["baseline"]),
-                                *((f"pipeline real w{p['workers']}", p) for p in real_res["pipeline"])]
+                                *((f"pipeline real {p['backend']} w{p['workers']}", p) for p in real_res["pipeline"])]
          if x["other_cores"] > NOISE_LIMIT] if real_res else [])
     (out / "bench_ingest.json").write_text(json.dumps(result, indent=2, default=str))
     print_tables(result)

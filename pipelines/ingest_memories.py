@@ -6,11 +6,13 @@
 The driver reads and validates the whole stream first (a bad line stops the run
 before anything is written, with every bad line named as ``file:line``), then hands
 whole teams to a pool of worker actors, largest first. Each worker loads the
-embedder and the policy once, opens the bank file, and applies its team's groups in
-time order (``memgraft.collab.ingest.ingest_team``); teams share the one SQLite file,
-each group committed in one short transaction. Killed and restarted, the run skips
-the groups already in the bank. A team whose group fails stops there (nothing of that
-group written) while the others go on; the run then exits with status 1.
+embedder and the policy once, opens the bank, and applies its team's groups in
+time order (``memgraft.collab.ingest.ingest_team``), each group committed in one short
+transaction. On a SQLite file the workers take turns at the file's one write lock; on a
+PostgreSQL bank (``--bank postgresql://…``) they write their teams at once, each team's
+writers in turn. Killed and restarted, the run skips the groups already in the bank.
+A team whose group fails stops there (nothing of that group written) while the others
+go on; the run then exits with status 1.
 
 With ``--policy llm`` each worker loads the configured LLM backend
 (``models.llm_backend``): the local profile's transformers SmolLM2 in every worker, or,
@@ -39,6 +41,8 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import ray
 import typer
 
+from memgraft.collab.bank import BankError, open_bank
+from memgraft.collab.bank.backend import is_postgres
 from memgraft.collab.ingest import StreamError, TeamStats, read_stream
 from memgraft.config import Settings, load_settings
 from memgraft.models.threads import available_cpus
@@ -70,7 +74,6 @@ class IngestWorker:
     """Holds one embedder, one policy and one bank connection; applies whole teams, one at a time."""
 
     def __init__(self, bank: str, settings: Settings, threads: int, policy_factory: PolicyFactory | None):
-        from memgraft.collab.bank import MemoryBank
         from memgraft.collab.policies import make_policy
         from memgraft.collab.updater import MemoEmbedder, Updater
         from memgraft.models.embedder import load_embedder
@@ -82,7 +85,7 @@ class IngestWorker:
         self.embedder_dtype = getattr(inner, "dtype", s.models.embedder_dtype)
         embedder = MemoEmbedder(inner)
         self.policy = policy_factory(s, embedder) if policy_factory else make_policy(s, embedder=embedder)
-        self.bank = MemoryBank(bank, embedder)
+        self.bank = open_bank(bank, embedder)
         self.updater = Updater(self.bank, self.policy, s.hicomer)
 
     def ready(self) -> tuple[str, str]:
@@ -99,6 +102,8 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
     """Ingest every team's groups not yet in ``bank``; returns the summary (per team in ``teams``)."""
     t0 = time.perf_counter()
     parsed = read_stream(stream)  # raises StreamError before anything is written
+    if is_postgres(bank):  # an unreachable server or a bad URL is said here, not as a dead worker
+        open_bank(bank).close()
     teams = sorted(parsed.teams, key=lambda t: (-len(parsed.teams[t]), t))  # largest first: the pool ends together
     # None joins RAY_ADDRESS (set by `ray job submit`) or a running head, else starts a local Ray;
     # "local" always starts a new local one; "auto" needs a running cluster.
@@ -191,7 +196,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 @app.command()
 def main(
     stream: str = typer.Option(..., "--stream", help="memory stream JSONL: one group per line"),
-    bank: str = typer.Option(..., "--bank", help="the bank's SQLite file (created if missing)"),
+    bank: str = typer.Option(..., "--bank", help="the bank: a SQLite file (created if missing), or a postgresql:// "
+                             "URL (PostgreSQL with pgvector; workers write their teams at once)"),
     policy: Optional[str] = typer.Option(None, "--policy", help="rules|llm (default: hicomer.updater_policy)"),
     workers: int = typer.Option(0, "--workers", help="worker actors (0: one per CPU, at most one per team)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="local|auto|ADDRESS (default: "
@@ -205,7 +211,7 @@ def main(
     settings = load_settings(profile, overrides)
     try:
         summary = run_ingest(settings, stream, bank, workers=workers, ray_address=ray_address)
-    except (FileNotFoundError, StreamError) as err:
+    except (FileNotFoundError, StreamError, BankError) as err:
         typer.echo(f"ingest_memories: {err}", err=True)
         raise typer.Exit(2) from err
     print_summary(summary)

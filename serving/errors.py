@@ -89,8 +89,17 @@ def _answer(status: int, exc: BaseException, replica: bool = False) -> JSONRespo
     return SafeJSON({"detail": scrub(detail), "error": type(exc).__name__}, status_code=status, headers=headers)
 
 
+def _database() -> dict[type[BaseException], int]:
+    """A PostgreSQL bank's server gone or refusing (503: retry), or a statement it refused (409)."""
+    try:
+        import psycopg
+    except ImportError:  # an environment without the PostgreSQL driver has no such bank
+        return {}
+    return {psycopg.OperationalError: 503, psycopg.DatabaseError: 409}
+
+
 def install(app: FastAPI) -> None:
-    for kind, status in STATUS.items():
+    for kind, status in {**STATUS, **_database()}.items():
         app.add_exception_handler(kind, lambda _r, exc, status=status: _answer(status, exc))
     for kind in _unavailable():
         app.add_exception_handler(kind, lambda _r, exc: _answer(503, exc, replica=True))

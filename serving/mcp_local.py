@@ -1,11 +1,11 @@
-"""The stdio server's side: one local SQLite bank and the embedded default models, owned by the local user.
+"""The stdio server's side: one local bank and the embedded default models, owned by the local user.
 
 A desktop client starts ``python -m serving.mcp --bank B`` itself, as the user who
 owns B, so there are no tokens: whoever can start the process can read the file
 anyway. The bank is one file holding any number of teams (what ``python -m
-memgraft.collab`` writes), where the HTTP service keeps one file per team; apart
-from that the same :class:`~serving.service.Service` answers, with the library's
-models in process (no Ray). The embedder loads at start; the LLM on the first
+memgraft.collab`` writes), or a ``postgresql://`` URL, where the HTTP service keeps
+one file per team; apart from that the same :class:`~serving.service.Service`
+answers, with the library's models in process (no Ray). The embedder loads at start; the LLM on the first
 question, so listing tools or searching never waits for it.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from memgraft.collab.api import CollabMemory
+from memgraft.collab.bank.backend import is_postgres
 from memgraft.config import Settings
 from memgraft.models.llm.base import ChatRequest, Completion
 from serving.memo import SharedMemoEmbedder
@@ -48,18 +49,18 @@ class LazyLLM:
 
 
 class BankService(Service):
-    """The service over one bank file for all its teams, instead of ``<banks_dir>/<team>.sqlite`` each."""
+    """The service over one bank (a file or a database URL) for all its teams, not ``<banks_dir>/<team>.sqlite``."""
 
     def __init__(self, bank: str | Path, settings: Settings, serving: ServingSettings, models: Models):
         super().__init__(settings, serving, models)
-        self.bank_file = Path(bank)
+        self.bank_file = bank if is_postgres(bank) else Path(bank)  # or a postgresql:// URL
         self._memory: CollabMemory | None = None
 
     def team(self, team: str, *, create: bool = False) -> CollabMemory:
         check("team", team)
         with self._lock:
             if self._memory is None:
-                if not create and not self.bank_file.exists():
+                if not create and isinstance(self.bank_file, Path) and not self.bank_file.exists():
                     raise NotFound(f"team {team!r} has no memories yet (add a group first)")
                 m = self.models
                 memo = SharedMemoEmbedder(m.embedder)
@@ -104,9 +105,10 @@ def local_gate(bank: str, *, graphs: str | None = None, traces: str | None = Non
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker
 
-    bank_file = Path(bank).expanduser().resolve()
-    places = [f"serving.graphs_dir={Path(graphs).expanduser().resolve() if graphs else bank_file.parent / 'graphs'}",
-              f"serving.traces_dir={Path(traces).expanduser().resolve() if traces else bank_file.parent / 'traces'}"]
+    bank_file = bank if is_postgres(bank) else Path(bank).expanduser().resolve()
+    beside = Path.cwd() if isinstance(bank_file, str) else bank_file.parent  # a database: here
+    places = [f"serving.graphs_dir={Path(graphs).expanduser().resolve() if graphs else beside / 'graphs'}",
+              f"serving.traces_dir={Path(traces).expanduser().resolve() if traces else beside / 'traces'}"]
     settings, serving = load_profile(profile, [*places, *overrides])
     embedder = load_embedder(settings)
     h = settings.hicomer

@@ -7,8 +7,10 @@ with no separators, no dots at the start and a bounded length; ``..``, ``/``,
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # record_answer writes <id>.<method>.json; the id part is ours (a uuid hex), the method one of METHODS
@@ -29,6 +31,16 @@ def check(kind: str, name: str, pattern: re.Pattern[str] = NAME) -> str:
 def bank_path(banks_dir: str | Path, team: str) -> Path:
     """Team ``team``'s bank: ``<banks_dir>/<team>.sqlite``."""
     return Path(banks_dir) / f"{check('team', team)}.sqlite"
+
+
+def banks_url(setting: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """``serving.banks_url`` as a URL: ``$NAME`` is read from the environment (where the bank is opened)."""
+    if not setting or not setting.startswith("$"):
+        return setting or None
+    value = (os.environ if environ is None else environ).get(setting[1:])
+    if not value:
+        raise LookupError(f"serving.banks_url names {setting}, which is not set in this process's environment")
+    return value
 
 
 def graph_path(graphs_dir: str | Path, graph: str) -> Path:

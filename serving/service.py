@@ -3,7 +3,9 @@
 The ingress runs these methods in worker threads; tests and the benchmark can run
 them with in-process models. Graph stores and team banks are opened on first use
 and kept: a graph is reloaded when its manifest changes (an ``--append`` build),
-a team's bank is its own SQLite file, ``<banks_dir>/<team>.sqlite``.
+a team's bank is its own SQLite file, ``<banks_dir>/<team>.sqlite``, or, with
+``serving.banks_url``, its rows in one PostgreSQL database shared by every replica
+(each team's connection bound to that team, so it sees no other team's rows).
 
 Writes to one team are serialised here (one lock per team), so parallel writers
 all succeed in turn instead of making each other's plans stale; a writer in
@@ -25,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank, StaleDecision
+from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank, StaleDecision, open_bank
+from memgraft.collab.bank.backend import hide_password
 from memgraft.collab.types import Decision, MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -35,7 +38,7 @@ from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 from serving import caps, schemas
 from serving.memo import SharedMemoEmbedder
-from serving.names import bank_path, graph_path, trace_path
+from serving.names import bank_path, banks_url, graph_path, trace_path
 from serving.settings import ServingSettings
 
 
@@ -143,15 +146,25 @@ class Service:
             memory = self._teams.get(team)
             if memory is not None:
                 return memory
-            path = bank_path(self.serving.banks_dir, team)
-            if not create and not path.exists():
+            url = self._banks_url()
+            location = url or bank_path(self.serving.banks_dir, team)
+            if not create and url is None and not Path(location).exists():
                 raise NotFound(f"team {team!r} has no memories yet (add a group first)")
             m = self.models
             memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
-            memory = CollabMemory(_open_bank(team, path, memo), self.settings, memo, llm=m.llm,
-                                  reranker=m.reranker, scorer=m.scorer)
+            bank = _open_bank(team, location, memo, bound=True)
+            if not create and url is not None and not bank.teams():
+                bank.close()
+                raise NotFound(f"team {team!r} has no memories yet (add a group first)")
+            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer)
             self._teams[team] = memory
             return memory
+
+    def _banks_url(self) -> str | None:
+        try:
+            return banks_url(self.serving.banks_url)
+        except LookupError as err:
+            raise BankUnusable(str(err)) from None
 
     def writer(self, team: str) -> threading.Lock:
         """The lock one team's writes take in turn."""
@@ -252,15 +265,17 @@ def _decision(d: Decision) -> dict[str, Any]:
                 valid_after=d.valid_after, decided_by=d.decided_by, reason=d.reason)
 
 
-def _open_bank(team: str, path: Path, embedder: Any) -> MemoryBank:
-    """The team's bank, or why it cannot be opened, in words that name the team and not the server's path."""
+def _open_bank(team: str, location: str | Path, embedder: Any, *, bound: bool = False) -> MemoryBank:
+    """The team's bank (``bound``: refusing other teams), or why it cannot be opened, in words that name the
+    team and not the server's path or URL."""
+    where = hide_password(str(location))
     try:
-        return MemoryBank(path, embedder)
+        return open_bank(location, embedder, team=team if bound else None)
     except EmbedderMismatch as err:
-        raise EmbedderMismatch(str(err).replace(str(path), f"team {team!r}'s bank")) from None
+        raise EmbedderMismatch(str(err).replace(where, f"team {team!r}'s bank")) from None
     except BankError as err:
         raise BankUnusable(f"team {team!r}'s bank cannot be used: "
-                           f"{str(err).replace(str(path), 'it').removeprefix('it: ')}") from None
+                           f"{str(err).replace(where, 'it').removeprefix('it: ')}") from None
     except sqlite3.DatabaseError as err:
         raise BankUnusable(f"team {team!r}'s bank cannot be read ({err}): an operator must restore or move "
                            f"it") from None

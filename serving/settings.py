@@ -93,6 +93,11 @@ class ServingSettings(_Section):
     score_batching: Batching = Batching(max_batch_size=32, batch_wait_timeout_s=0.002)
     graphs_dir: str = "out"  # a graph named G is the folder <graphs_dir>/G (`make demo` writes out/demo-graph)
     banks_dir: str = "out/serve/banks"  # team T's memories: <banks_dir>/T.sqlite
+    # Or every team's memories in one PostgreSQL database (pgvector), rows kept apart by team, so any
+    # number of ingress replicas write the same teams: postgresql://USER:PASSWORD@HOST/DB, or "$NAME"
+    # to read that URL from the environment variable NAME where the bank is opened (a Secret's
+    # DATABASE_URL: the password never enters the Serve config). Set, banks_dir is not used.
+    banks_url: str | None = None
     traces_dir: str = "out/serve/traces"
     tokens_file: str | None = None  # JSON or YAML; MEMGRAFT_TOKENS overrides
     scorer_path: str | None = None  # a saved validity scorer; None: searches rank without S_val

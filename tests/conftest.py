@@ -67,3 +67,19 @@ def slice_graph(ray_local, settings, musique_slice, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("slice-graph")
     return out, run_build(settings, str(musique_slice), str(out))
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server with pgvector for the session, stopped and deleted after (see ``bank.scratch``)."""
+    from memgraft.collab.bank.scratch import ScratchPostgres
+
+    server = ScratchPostgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A factory of fresh, empty bank databases on the session's server, as ``postgresql://`` URLs."""
+    return pg_server.database

@@ -103,6 +103,8 @@ def _check_serving_env(env: dict[str, str]) -> None:
     assert settings.models.llm_backend == "vllm" and settings.models.llm_tensor_parallel == 4
     assert serving.deployments.embedder.num_gpus == 1 and serving.vllm_accelerator_type == "A100"
     assert serving.banks_dir == "/data/banks" and serving.graphs_dir == "/data/graphs"
+    # the team banks: one PostgreSQL database, its URL from DATABASE_URL where a bank is opened, two writers
+    assert serving.banks_url == "$DATABASE_URL" and serving.deployments.ingress.replicas == 2
     assert env["MEMGRAFT_TOKENS"].startswith("/etc/memgraft/")
 
 
@@ -124,6 +126,10 @@ def test_rayservice_serves_serving_app_with_the_cluster_profile():
         for group in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
             mounts = {m["mountPath"] for c in containers(group) for m in c["volumeMounts"]}
             assert "/etc/memgraft" in mounts and "/data" in mounts
+            # and DATABASE_URL, the banks' database, from the Secret memgraft-db in every pod
+            envs = [e for c in containers(group) for e in c.get("env", []) if e["name"] == "DATABASE_URL"]
+            assert envs and all(e["valueFrom"]["secretKeyRef"] == {"name": "memgraft-db", "key": "url"}
+                                for e in envs)
 
 
 def test_runtime_env_carries_the_repo_and_the_cluster_profile():

@@ -1,10 +1,15 @@
-"""HiCoMER memory bank: atomic groups, append-only log, as-of rebuilds, team isolation, stored vectors."""
+"""HiCoMER memory bank: atomic groups, append-only log, as-of rebuilds, team isolation, stored vectors.
+
+Every test that takes ``location`` (or ``bank``) runs on both backends: a SQLite file
+and a fresh database on the session's PostgreSQL (``pg_url`` in conftest).
+"""
 
 from __future__ import annotations
 
 import random
 import sqlite3
 import threading
+import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -19,6 +24,7 @@ from memgraft.collab.bank import (
     OutOfOrderGroup,
     StaleDecision,
 )
+from memgraft.collab.bank.schema import DECISION_COLUMNS, LIVE_COLUMNS
 from memgraft.collab.types import Action, Decision, MemoryGroup, MemoryQuestion, Relation
 from tests.doubles import HashEmbedder
 
@@ -45,12 +51,15 @@ def decision(bank: MemoryBank, g: MemoryGroup, memory_id: str, after: str | None
 
 def snapshot(bank: MemoryBank, team: str) -> tuple:
     """Everything observable about a team, for before/after equality."""
-    with bank.transaction() as conn:
+    with bank.transaction(team) as conn:
         groups = conn.execute("SELECT team, group_id, time FROM groups WHERE team = ? ORDER BY 1, 2", (team,)).fetchall()
-        rows = conn.execute("SELECT * FROM memories WHERE team = ? ORDER BY rowid", (team,)).fetchall()
-        log = conn.execute("SELECT * FROM decisions WHERE team = ? ORDER BY seq", (team,)).fetchall()
+        rows = conn.execute(f"SELECT rowid, {LIVE_COLUMNS} FROM memories WHERE team = ? ORDER BY rowid",
+                            (team,)).fetchall()
+        log = conn.execute(f"SELECT seq, {DECISION_COLUMNS} FROM decisions WHERE team = ? ORDER BY seq",
+                           (team,)).fetchall()
+    vecs = bank.embeddings(team, [r[1] for r in rows]).round(6).tolist()
     hits = [(m.memory_id, round(s, 6)) for m, s in bank.search(team, "meeting room", 10)]
-    return groups, rows, log, hits, bank.stats(team)
+    return groups, rows, log, vecs, hits, bank.stats(team)
 
 
 G1 = group("ops", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
@@ -60,11 +69,37 @@ G2 = group("ops", "g2", 24, ("m2", "team", "From now on the weekly meeting is at
 G3 = group("ops", "g3", 48, ("m3", "team", "Room B is closed; the weekly meeting moves to room C"))
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh(request, tmp_path):
+    """A factory of new, empty bank locations on the parametrized backend."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_url")
+    made = iter(range(1 << 30))
+    return lambda: str(tmp_path / f"bank{next(made)}.sqlite")
+
+
 @pytest.fixture
-def bank(tmp_path):
-    b = MemoryBank(tmp_path / "bank.sqlite", HashEmbedder())
+def location(fresh):
+    return fresh()
+
+
+@pytest.fixture
+def bank(location):
+    b = MemoryBank(location, HashEmbedder())
     yield b
     b.close()
+
+
+def raw_connection(bank: MemoryBank, team: str | None = None):
+    """A plain DB-API connection to the bank's database (autocommit), seeing ``team``'s rows, and its error type."""
+    if bank.backend == "sqlite":
+        return sqlite3.connect(bank.path, isolation_level=None), sqlite3.DatabaseError
+    import psycopg
+
+    conn = psycopg.connect(bank.path, autocommit=True)
+    if team is not None:
+        conn.execute("SELECT set_config('memgraft.team', %s, false)", (team,))
+    return conn, psycopg.Error
 
 
 def stream(bank: MemoryBank) -> None:
@@ -96,10 +131,14 @@ def test_boundary_models_read_naive_times_as_utc():
         Decision("d", "t", "m", "g", T0, "inter", "compatible", "keep", "a", "b", True, True, "x")
 
 
-def test_wal_foreign_keys_and_new_rows(bank):
-    assert bank.journal_mode == "wal"
-    with bank.transaction() as conn:
-        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+def test_sqlite_wal_and_foreign_keys(tmp_path):
+    with MemoryBank(tmp_path / "bank.sqlite") as bank:
+        assert bank.journal_mode == "wal" and bank.backend == "sqlite"
+        with bank.transaction() as conn:
+            assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_new_rows(bank):
     bank.apply_group(G1)
     m1 = bank.memory("ops", "m1")
     assert (m1.original, m1.maintained, m1.type, m1.author, m1.group_id) == (
@@ -152,11 +191,15 @@ def test_decision_log_is_append_only_and_originals_never_change(bank):
         ("The weekly meeting is at 9am in room A", "The weekly meeting is at 10am in room B"),
         ("The weekly meeting is at 10am in room B", "The weekly meeting is at 10am in room C")]
     assert [d.decided_at for d in log] == [G2.time, G3.time] and log[0].decided_by == "test-rules"
-    conn = sqlite3.connect(bank.path)
+    conn, error = raw_connection(bank, "ops")
+    refused = ["UPDATE decisions SET after = 'x'", "DELETE FROM decisions", "UPDATE memories SET original = 'x'",
+               "DELETE FROM memories", "DELETE FROM groups"]
+    if bank.backend == "postgresql":  # statement-level triggers: even a statement that matches no row
+        refused += ["UPDATE decisions SET after = 'x' WHERE seq < 0", "TRUNCATE decisions",
+                    "TRUNCATE memories CASCADE", "TRUNCATE groups CASCADE"]
     try:
-        for sql in ("UPDATE decisions SET after = 'x'", "DELETE FROM decisions",
-                    "UPDATE memories SET original = 'x'", "DELETE FROM memories", "DELETE FROM groups"):
-            with pytest.raises(sqlite3.DatabaseError):
+        for sql in refused:
+            with pytest.raises(error, match="append-only|never"):
                 conn.execute(sql)
     finally:
         conn.close()
@@ -192,9 +235,9 @@ def test_as_of_views_follow_the_decisions(bank):
     assert live == later
 
 
-def test_rebuild_at_every_group_time_equals_the_live_state_then(tmp_path):
+def test_rebuild_at_every_group_time_equals_the_live_state_then(location):
     rng = random.Random(7)
-    bank = MemoryBank(tmp_path / "b.sqlite", HashEmbedder())
+    bank = MemoryBank(location, HashEmbedder())
     seen: dict[str, list[datetime]] = {"a": [], "b": []}
     live_then = {}
     for step in range(20):
@@ -232,7 +275,7 @@ def test_teams_are_kept_apart(bank):
     assert bank.stats("ops")["memories"] == 2 and bank.stats("lab")["revised"] == 1
 
 
-def test_transaction_reads_its_own_writes_and_hides_them_until_commit(bank, tmp_path):
+def test_transaction_reads_its_own_writes_and_hides_them_until_commit(bank):
     bank.apply_group(G1)
     other = MemoryBank(bank.path)  # a second connection (as another process would have)
     with bank.group_transaction(G2) as tx:
@@ -257,8 +300,8 @@ def test_transaction_reads_its_own_writes_and_hides_them_until_commit(bank, tmp_
     other.close()
 
 
-def test_reopen_rebuilds_the_index_from_stored_vectors(tmp_path):
-    path = tmp_path / "bank.sqlite"
+def test_reopen_rebuilds_the_index_from_stored_vectors(location):
+    path = location
     first = MemoryBank(path, HashEmbedder())
     stream(first)
     expected = [(m.memory_id, round(s, 6)) for m, s in first.search("ops", "meeting room C", 5)]
@@ -285,14 +328,14 @@ def test_reopen_rebuilds_the_index_from_stored_vectors(tmp_path):
         MemoryBank(path, HashEmbedder(dim=32))
 
 
-def test_a_bank_written_without_an_embedder_is_embedded_when_opened_with_one(tmp_path):
-    path = tmp_path / "plain.sqlite"
+def test_a_bank_written_without_an_embedder_is_embedded_when_opened_with_one(fresh):
+    path = fresh()
     with MemoryBank(path) as plain:
         stream(plain)
         assert plain.dim is None and plain.stats("ops")["revised"] == 1
         with pytest.raises(BankError, match="no embeddings"):
             plain.search("ops", np.ones(64, np.float32) / 8, 3)
-    with MemoryBank(tmp_path / "direct.sqlite", HashEmbedder()) as direct:
+    with MemoryBank(fresh(), HashEmbedder()) as direct:
         stream(direct)
         expected = [(m.memory_id, round(s, 6)) for m, s in direct.search("ops", "meeting room C", 5)]
     with MemoryBank(path, HashEmbedder()) as embedded:  # backfilled from the maintained texts
@@ -333,3 +376,43 @@ def test_real_minilm_bank(tmp_path, embedder):
     reopened = MemoryBank(tmp_path / "real.sqlite", embedder)
     assert reopened.search("ops", "chairs for the lab", 1)[0][0].memory_id == "i2"
     reopened.close()
+
+
+def test_concurrent_writers_of_one_team_take_turns(location):
+    """Two connections (as two processes would have) write groups to one team at once: none is refused,
+    and no decision is lost (each revision's ``before`` is the previous one's ``after``)."""
+    seed = MemoryBank(location, HashEmbedder())
+    seed.apply_group(G1)
+    errors: list[BaseException] = []
+
+    class Slow(HashEmbedder):  # the transaction stays open a while, so the writers overlap
+        def encode(self, texts):
+            time.sleep(0.01)
+            return super().encode(texts)
+
+    def writer(name: str) -> None:
+        bank = MemoryBank(location, Slow())
+        try:
+            for i in range(6):
+                g = group("ops", f"{name}{i}", 1, (f"{name}{i}", "individual", f"note {i} from {name}"))
+                with bank.group_transaction(g) as tx:  # read, embed, write: a lost update if not in turn
+                    cur = tx.memory("m1")
+                    tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by=name,
+                              after=f"{cur.maintained} +{name}{i}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            bank.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    log = seed.decisions("ops", "m1")
+    assert len(log) == 12 and {d.decided_by for d in log} == {"a", "b"}
+    assert all(prev.after == d.before for prev, d in zip(log, log[1:]))
+    assert seed.memory("ops", "m1").maintained == log[-1].after and seed.stats("ops")["groups"] == 13
+    seed.close()
+

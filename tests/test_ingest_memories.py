@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from memgraft.collab.bank import MemoryBank
+from memgraft.collab.bank import MemoryBank, open_bank
 from memgraft.collab.data.generator import generate
 from memgraft.collab.ingest import StreamError, ingest_stream, ingest_team, read_stream
 from memgraft.collab.policies import RulesPolicy
@@ -277,3 +277,82 @@ def test_killed_pipeline_resumes_without_duplicates(clean_bank, dataset, tmp_pat
     assert summary["failed_teams"] == 0
     # no duplicates, no half groups: exactly the bank a clean run writes
     assert bank_state(bank) == bank_state(clean_bank[0])
+
+
+# -- many writers on one PostgreSQL bank ------------------------------------------------------------
+
+WRITER = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from memgraft.collab.bank import open_bank
+from memgraft.collab.bank.transaction import GroupTransaction
+from memgraft.collab.ingest import ingest_team, read_stream
+from memgraft.collab.policies import RulesPolicy
+from memgraft.collab.updater import MemoEmbedder, Updater
+from memgraft.config import HiCoMERSettings
+from tests.doubles import HashEmbedder
+
+stream, url, team, stall_at, marker = sys.argv[1:]
+finish = GroupTransaction.finish
+
+def stalling_finish(tx):  # this group's rows are written, not committed: the kill lands here
+    version = finish(tx)
+    if tx.group.group_id == stall_at:
+        Path(marker).write_text(stall_at)
+        time.sleep(60)
+    return version
+
+GroupTransaction.finish = stalling_finish
+bank = open_bank(url, MemoEmbedder(HashEmbedder()))
+stats = ingest_team(Updater(bank, RulesPolicy(), HiCoMERSettings()), read_stream(stream).teams[team])
+sys.exit(1 if stats.error else 0)
+"""
+
+
+def bank_rows(location) -> tuple[list, list]:
+    """``bank_state`` through the bank's own reads, on either backend (each team's rows as that team sees them)."""
+    with open_bank(location) as bank:
+        teams = bank.teams()
+        memories = [(m.team, m.memory_id, m.group_id, m.original, m.maintained, m.relation, m.action, m.valid,
+                     m.maintained_at) for t in teams for m in sorted(bank.memories(t), key=lambda m: m.memory_id)]
+        decisions = sorted(((d.decision_id, d.team, d.memory_id, d.group_id, d.decided_at, d.level, d.relation,
+                             d.action, d.before, d.after, d.valid_before, d.valid_after, d.decided_by)
+                            for t in teams for d in bank.decisions(t)), key=lambda d: (d[1], d[4], d[0]))
+        groups = {t: bank.stats(t)["groups"] for t in teams}
+    return memories, decisions, groups
+
+
+def test_four_writers_on_one_postgres_bank_and_one_killed_mid_group(tmp_path, pg_url):
+    """Four processes write their teams to one PostgreSQL bank at once; one is SIGKILLed inside a group's
+    transaction (rows written, not committed). A rerun resumes it, and the bank equals a clean run's."""
+    data = generate(seed=3, teams=4, groups=8)
+    path = str(data.write(tmp_path / "ds")["stream"])
+    stream = read_stream(path)
+    teams = sorted(stream.teams)
+    clean = pg_url()
+    with open_bank(clean, MemoEmbedder(HashEmbedder())) as bank:
+        ingest_stream(Updater(bank, RulesPolicy(), HiCoMERSettings()), stream)
+
+    url, script = pg_url(), tmp_path / "writer.py"
+    script.write_text(WRITER.format(repo=str(REPO)))
+    victim, stall = teams[0], stream.teams[teams[0]][3].group_id
+    marker = tmp_path / "stalled"
+    procs = [subprocess.Popen([sys.executable, str(script), path, url, t,
+                               stall if t == victim else "-", str(marker)], cwd=REPO, stderr=subprocess.PIPE)
+             for t in teams]
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline and procs[0].poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), procs[0].stderr.read().decode()[-2000:]
+    procs[0].send_signal(signal.SIGKILL)  # inside the transaction of its 4th group
+    assert [p.wait(timeout=60) for p in procs] == [-signal.SIGKILL, 0, 0, 0], [
+        p.stderr.read().decode()[-1000:] for p in procs[1:]]
+
+    with open_bank(url) as bank:  # the killed group left nothing: its team holds its first 3 groups only
+        assert bank.stats(victim)["groups"] == 3 and not bank.is_applied(victim, stall)
+        assert {m.group_id for m in bank.memories(victim)} == {g.group_id for g in stream.teams[victim][:3]}
+    with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:  # a new worker resumes
+        again = ingest_stream(Updater(bank, RulesPolicy(), HiCoMERSettings()), stream)
+    assert [(s.applied, s.skipped, s.error) for s in again] == [(5, 3, None)] + [(0, 8, None)] * 3
+    assert bank_rows(url) == bank_rows(clean)

@@ -18,6 +18,7 @@ import torch
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from memgraft.collab.bank import BankError
 from memgraft.collab.validity import FORMAT, ValidityScorer
 from memgraft.models.llm.base import ChatRequest
 from memgraft.models.reranker import CosineReranker
@@ -243,3 +244,56 @@ def test_cluster_llm_request_body(settings):
     assert body["max_tokens"] == 64 and body["temperature"] == settings.generation.temperature
     assert body["response_format"]["json_schema"] == {"name": "Answer__v2_", "schema": schema, "strict": True}
     assert body["top_k"] == settings.generation.top_k and body["seed"] == settings.generation.seed
+
+
+def test_two_replicas_write_the_same_team_on_one_postgres_bank(settings, pg_url, monkeypatch):
+    """Two ingress replicas (two Services, as Serve runs them) on one PostgreSQL bank, ``banks_url`` read from
+    the environment: both write one team at once, every group lands, no decision is lost, and each team's
+    connection sees its own team only."""
+    import threading
+
+    from memgraft.collab.types import MemoryGroup
+
+    monkeypatch.setenv("MEMGRAFT_TEST_BANK_URL", pg_url())
+    s = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules",
+                                                                                   "conflict_judge": "rules"})})
+    _, serving = load_profile("local", ["serving.banks_url=$MEMGRAFT_TEST_BANK_URL",
+                                        "serving.deployments.ingress.replicas=2"])
+    embedder = HashEmbedder()
+    replicas = [Service(s, serving, Models(llm=ScriptedLLM(_script), embedder=embedder,
+                                           reranker=CosineReranker(embedder))) for _ in range(2)]
+    first = MemoryGroup.model_validate(_group("g0", 1, "The deploy window is Monday 9am."))
+    replicas[0].add_group("lab", first)
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            for j in range(4):  # one time for all: the order between replicas is not a refusal
+                texts = [f"The deploy window moves to slot {i}{j}.", f"Replica {i} note {j} on deploys."]
+                replicas[i].add_group("lab", MemoryGroup.model_validate(_group(f"r{i}-{j}", 2, *texts)))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errors, errors
+        bank = replicas[1].team("lab").bank
+        assert bank.stats("lab")["groups"] == 9 and bank.backend == "postgresql"
+        by_memory: dict[str, list] = {}
+        for d in bank.decisions("lab"):
+            by_memory.setdefault(d.memory_id, []).append(d)
+        assert by_memory and all(a.after == b.before and a.valid_after == b.valid_before
+                                 for log in by_memory.values() for a, b in zip(log, log[1:]))
+        with pytest.raises(Exception, match="no memories yet"):
+            replicas[0].team("ops")
+        replicas[0].add_group("ops", MemoryGroup.model_validate(_group("o1", 1, "Ops has its own notes.", team="ops")))
+        assert [m.team for m in replicas[0].team("ops").bank.memories("ops")] == ["ops"]
+        with pytest.raises(BankError, match="team 'ops' only"):
+            replicas[0].team("ops").bank.memories("lab")
+    finally:
+        for r in replicas:
+            r.close()

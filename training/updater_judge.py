@@ -84,7 +84,7 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
     """Per held-out dataset: pair scores, and the updater's scores when this judge (with ``second``, the
     pair encoder, for the pairs in doubt) maintains the stream."""
     from memgraft.collab.evaluate import stream_groups, updater_scores, validity_state_scores
-    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.bank import open_bank
     from memgraft.collab.judge import JudgePolicy
     from memgraft.collab.judge_data import dataset_pairs
     from memgraft.collab.judge_train import featurise, pair_scores
@@ -94,7 +94,7 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
     for name, data in heldout.items():
         path = work / f"bank-{name}.sqlite"
         path.unlink(missing_ok=True)
-        bank = MemoryBank(path, MemoEmbedder(embedder))
+        bank = open_bank(path, MemoEmbedder(embedder))
         h = settings.hicomer
         policy = JudgePolicy.from_settings(judge, h, embedder=embedder, second=second)
         updater = Updater(bank, policy, h)

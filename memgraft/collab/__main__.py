@@ -25,7 +25,7 @@ from memgraft.collab.bank import BankError
 from memgraft.collab.types import Memory
 
 app = typer.Typer(add_completion=False, help="HiCoMER: a validity-aware collaborative memory bank.")
-BANK = typer.Option(..., "--bank", help="the bank's SQLite file")
+BANK = typer.Option(..., "--bank", help="the bank: a SQLite file, or a postgresql:// URL (PostgreSQL with pgvector)")
 PROFILE = typer.Option("local", "--profile", help="settings profile")
 SET = typer.Option([], "--set", help="settings: section.field=value (repeatable)")
 SCORER = typer.Option(None, "--scorer", help="a trained validity scorer; without it S_val is left out")
@@ -137,10 +137,10 @@ def answer(bank: str = BANK, team: str = typer.Option(...), question: str = type
 def memories(bank: str = BANK, team: str = typer.Option(...), as_of: Optional[str] = AS_OF,
              profile: str = PROFILE, set_: list[str] = SET) -> None:
     """Every memory of a team, as it stands now or stood at a time."""
-    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.bank import open_bank
 
     try:
-        with MemoryBank(bank) as b:
+        with open_bank(bank) as b:
             from memgraft.collab.api import parse_time
             rows = b.memories(team, as_of=parse_time(as_of))
             stats = b.stats(team)
@@ -154,9 +154,9 @@ def memories(bank: str = BANK, team: str = typer.Option(...), as_of: Optional[st
 @app.command()
 def history(bank: str = BANK, team: str = typer.Option(...), memory: str = typer.Option(..., help="a memory id")) -> None:
     """The append-only log of one memory's maintenance decisions."""
-    from memgraft.collab.bank import MemoryBank
+    from memgraft.collab.bank import open_bank
 
-    with MemoryBank(bank) as b:
+    with open_bank(bank) as b:
         decisions = b.decisions(team, memory)
         current = b.memory(team, memory)
     if current is None:

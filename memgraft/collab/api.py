@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from memgraft.collab.bank import MemoryBank
+from memgraft.collab.bank import MemoryBank, open_bank
 from memgraft.collab.types import Memory, MemoryGroup, as_utc
 from memgraft.config import Settings
 from memgraft.models.embedder import Embedder
@@ -58,7 +58,7 @@ class CollabMemory:
 
         h = settings.hicomer
         scorer = make_validity(str(scorer_path) if scorer_path else h.validity_scorer, h.validity_state_logit)
-        return cls(MemoryBank(path, embedder), settings, embedder, llm=llm, scorer=scorer, policy_name=policy)
+        return cls(open_bank(path, embedder), settings, embedder, llm=llm, scorer=scorer, policy_name=policy)
 
     def close(self) -> None:
         self.bank.close()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from memgraft.collab import metrics
-from memgraft.collab.bank import MemoryBank
+from memgraft.collab.bank import MemoryBank, open_bank
 from memgraft.collab.conflicts import ConflictJudge
 from memgraft.collab.baselines import (DenseRetriever, HybridRetriever, MemoryRetriever, RecencyRetriever,
                                        RelevanceRecencyImportance, RerankRetriever)
@@ -96,7 +96,7 @@ def build_bank(path: Path, dataset: Dataset, embedder: Embedder, how: str, setti
     from memgraft.collab.updater import MemoEmbedder
 
     path.unlink(missing_ok=True)
-    bank = MemoryBank(path, MemoEmbedder(embedder))  # the updater's plan embeds the group; the write reuses it
+    bank = open_bank(path, MemoEmbedder(embedder))  # the updater's plan embeds the group; the write reuses it
     started = time.perf_counter()
     groups = stream_groups(dataset)
     info: dict[str, Any] = {"groups": len(groups)}

@@ -1,4 +1,4 @@
-"""HiCoMER's memory bank: one SQLite file, one transaction per group, nothing ever lost.
+"""HiCoMER's memory bank: a SQLite file or a PostgreSQL database, one transaction per group, nothing ever lost.
 
 Why it looks like this:
 - A group's new memories, the updater's decisions about them and the mark that
@@ -19,17 +19,37 @@ Why it looks like this:
   ``as_of`` reuse the stored vector, and the few whose as-of text differs from
   today's are re-embedded (LRU-cached). That keeps the bank one vector per memory.
 
-The package, by idea: ``schema`` (tables, triggers, row codecs), ``index`` (a
-team's vectors and the ranking), ``vectors`` (embedding and index caching),
-``search`` (live and as-of search), ``transaction`` (one group's write),
-``store`` (``MemoryBank``: the file, the embedder binding, reads), ``errors``.
+- A bank location that is a path opens SQLite (embedded, one writer at a time per
+  file); a ``postgresql://`` URL opens PostgreSQL with pgvector (``postgres``: many
+  writers, teams kept apart by row-level security, the dense top-N from an HNSW
+  index). Both run the same SQL and the same ranking; ``open_bank`` picks.
+
+The package, by idea: ``schema`` (tables, triggers, row codecs), ``backend`` (the
+database: SQLite here, PostgreSQL in ``postgres``), ``index`` (a team's vectors and
+the ranking), ``vectors`` (embedding and index caching), ``search`` (live and
+as-of search), ``transaction`` (one group's write), ``store`` (``MemoryBank``: the
+embedder binding, transactions, reads), ``errors``; ``scratch`` starts a throwaway
+PostgreSQL for tests and benchmarks.
 """
+
+from pathlib import Path
 
 from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup, StaleDecision
 from memgraft.collab.bank.schema import SCHEMA_VERSION
 from memgraft.collab.bank.store import MemoryBank
 from memgraft.collab.bank.transaction import GroupTransaction
 from memgraft.collab.bank.vectors import EMBED_CACHE_SIZE
+from memgraft.models.embedder import Embedder
+
+
+def open_bank(location: str | Path, embedder: Embedder | None = None, *, team: str | None = None) -> MemoryBank:
+    """The bank at ``location``: a path is a SQLite file, ``postgresql://user@host/db`` a PostgreSQL database.
+
+    ``team`` binds the bank to one team: its reads and writes for any other are refused
+    (on PostgreSQL the connection then sees no other team's rows at all).
+    """
+    return MemoryBank(location, embedder, team=team)
+
 
 __all__ = ["BankError", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
-           "MemoryBank", "OutOfOrderGroup", "SCHEMA_VERSION", "StaleDecision"]
+           "MemoryBank", "OutOfOrderGroup", "open_bank", "SCHEMA_VERSION", "StaleDecision"]

@@ -8,14 +8,16 @@ the stored blobs and then kept in step with our own commits.
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import Memory, MemoryType
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.backend import Backend
 
 # memory_id -> (vector, valid, is_team): rows that replace or add to the committed matrix for one search
 Overlay = dict[str, tuple[np.ndarray, bool, bool]]
@@ -68,16 +70,21 @@ class TeamIndex:
         self.row_of = {m: i for i, m in enumerate(ids)}
 
 
-def load_index(conn: sqlite3.Connection, team: str, dim: int, version: int) -> TeamIndex:
-    """A team's index from its stored blobs, in write order; refuses rows without a ``dim``-dim vector."""
-    rows = conn.execute(
+def load_index(db: "Backend", team: str, dim: int, version: int) -> TeamIndex:
+    """A team's index from its stored vectors, in write order."""
+    rows = db.execute(
         "SELECT memory_id, embedding, valid, type, time FROM memories WHERE team = ? ORDER BY rowid",
         (team,)).fetchall()
-    missing = [r[0] for r in rows if r[1] is None or len(r[1]) != 4 * dim]
+    return index_of_rows(db, team, rows, dim, version)
+
+
+def index_of_rows(db: "Backend", team: str, rows: Sequence[Sequence], dim: int, version: int) -> TeamIndex:
+    """An index of (memory_id, vector, valid, type, time) rows; refuses rows without a ``dim``-dim vector."""
+    missing = [r[0] for r in rows if r[1] is None or db.vec_dim(r[1]) != dim]
     if missing:
         raise BankError(f"team {team!r}: memories {missing[:5]} have no stored {dim}-dim embedding")
     idx = TeamIndex(dim, version, capacity=max(64, len(rows)))
-    idx.extend([r[0] for r in rows], np.frombuffer(b"".join(r[1] for r in rows), "<f4").reshape(-1, dim),
+    idx.extend([r[0] for r in rows], db.decode_vecs([r[1] for r in rows], dim),
                np.array([r[2] for r in rows], bool), np.array([r[3] == "team" for r in rows], bool),
                np.array([to_us(r[4]) for r in rows], np.int64))
     return idx
@@ -112,8 +119,11 @@ def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: 
     k = min(k, n_live)
     if k <= 0:
         return []
-    top = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
-    top = top[np.lexsort((top, -scores[top]))]  # by score, ties by position: deterministic
+    if len(scores) > k:  # the k-th best score, and every row reaching it: ties at the cut break by position too
+        top = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
+    else:
+        top = np.arange(len(scores))
+    top = top[np.lexsort((top, -scores[top]))][:k]  # by score, ties by position (write order): deterministic
     nb = len(base)
     return [(idx.ids[i], float(scores[i]), idx.vecs[i]) if i < nb else  # type: ignore[union-attr]
             (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in top]

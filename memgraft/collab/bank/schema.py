@@ -18,26 +18,28 @@ from memgraft.collab.types import Action, Decision, Memory, Relation, as_utc
 SCHEMA_VERSION = "1"
 IN_CHUNK = 500  # ids per SQL IN (...) list
 
-SCHEMA = """
+# The tables of both backends; the dialect fills in the few column types that differ
+# (``postgres.SCHEMA``: identity columns, a pgvector column, the team's memory count).
+TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS teams (team TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0{team_count});
 CREATE TABLE IF NOT EXISTS groups (
     team TEXT NOT NULL REFERENCES teams(team), group_id TEXT NOT NULL,
     time TEXT NOT NULL, applied_at TEXT NOT NULL,
     PRIMARY KEY (team, group_id));
-CREATE TABLE IF NOT EXISTS memories (
+CREATE TABLE IF NOT EXISTS memories ({rowid}
     team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL,
     type TEXT NOT NULL CHECK (type IN ('team', 'individual')),
     author TEXT NOT NULL, original TEXT NOT NULL, maintained TEXT NOT NULL, time TEXT NOT NULL,
     relation TEXT CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
     action TEXT CHECK (action IN ('keep', 'revise')),
     valid INTEGER NOT NULL CHECK (valid IN (0, 1)), maintained_at TEXT NOT NULL,
-    embedding BLOB,
+    embedding {vector},
     PRIMARY KEY (team, memory_id),
     FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
 CREATE INDEX IF NOT EXISTS memories_by_time ON memories(team, time);
 CREATE TABLE IF NOT EXISTS decisions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, decision_id TEXT NOT NULL UNIQUE,
+    seq {seq}, decision_id TEXT NOT NULL UNIQUE,
     team TEXT NOT NULL, memory_id TEXT NOT NULL, group_id TEXT NOT NULL, decided_at TEXT NOT NULL,
     level TEXT NOT NULL CHECK (level IN ('intra', 'inter')),
     relation TEXT NOT NULL CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
@@ -49,6 +51,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
 CREATE INDEX IF NOT EXISTS decisions_by_memory ON decisions(team, memory_id, decided_at, seq);
 CREATE INDEX IF NOT EXISTS decisions_by_time ON decisions(team, decided_at);
+"""
+SCHEMA = TABLES.format(team_count="", rowid="", vector="BLOB", seq="INTEGER PRIMARY KEY AUTOINCREMENT") + """
 CREATE TRIGGER IF NOT EXISTS decisions_no_update BEFORE UPDATE ON decisions
     BEGIN SELECT RAISE(ABORT, 'decisions are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS decisions_no_delete BEFORE DELETE ON decisions
@@ -131,6 +135,3 @@ def create_schema(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         raise
 
-
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM meta").fetchall())

@@ -1,14 +1,14 @@
-"""The memory bank itself: one SQLite file (WAL), its embedder binding, group transactions and reads.
+"""The memory bank itself: its database (``backend``), its embedder binding, group transactions and reads.
 
 Why one connection behind one lock: the bank is shared between a process's threads
-(the service, the ingest workers), and SQLite serialises writers anyway; a group's
-write is one short ``BEGIN IMMEDIATE`` transaction, so readers in other processes
-(WAL) never see half a group. Search and vectors come from ``BankSearch``.
+(the service, the ingest workers), and the database serialises a team's writers
+anyway (SQLite: the file's write lock; PostgreSQL: a lock per team); a group's write
+is one short transaction, so readers elsewhere never see half a group. Search and
+vectors come from ``BankSearch``; the SQL here runs unchanged on both databases.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -18,11 +18,11 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from memgraft.collab.bank.backend import Backend, connect
 from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup
 from memgraft.collab.bank.index import TeamIndex, want_team_of
-from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, create_schema,
-                                         id_chunks, iso, parse_time, read_meta, row_to_decision, row_to_memory,
-                                         to_blob)
+from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, id_chunks, iso,
+                                         parse_time, row_to_decision, row_to_memory)
 from memgraft.collab.bank.search import BankSearch
 from memgraft.collab.bank.transaction import GroupTransaction
 from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
@@ -30,15 +30,19 @@ from memgraft.models.embedder import Embedder
 
 
 class MemoryBank(BankSearch):
-    """A HiCoMER memory bank in one SQLite file (WAL), safe to share between threads of one process.
+    """A HiCoMER memory bank, safe to share between threads of one process.
 
-    ``embedder`` may be omitted to read a bank or search it with vectors; writing
-    to a bank that stores embeddings, and text queries, need the same embedder
-    (by name and dim) the bank was built with.
+    ``location`` is a path (a SQLite file in WAL mode), a ``postgresql://`` URL
+    (PostgreSQL with pgvector; see ``postgres``) or an open ``Backend``; ``team``
+    binds the bank to that one team (others are refused). ``embedder`` may be
+    omitted to read a bank or search it with vectors; writing to a bank that stores
+    embeddings, and text queries, need the same embedder (by name and dim) the bank
+    was built with.
     """
 
-    def __init__(self, path: str | Path, embedder: Embedder | None = None):
-        self.path = str(path)
+    def __init__(self, location: str | Path | Backend, embedder: Embedder | None = None, *, team: str | None = None):
+        self._db = location if isinstance(location, Backend) else connect(location, team)
+        self.path, self.where = self._db.location, self._db.where
         self.embedder = embedder
         self.embedder_name: str | None = None
         self.dim: int | None = None
@@ -46,17 +50,10 @@ class MemoryBank(BankSearch):
         self._tx: GroupTransaction | None = None
         self._indexes: dict[str, TeamIndex] = {}
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a power cut may lose the last groups, never corrupt
-        self._conn.execute("PRAGMA foreign_keys=ON")
         try:
-            create_schema(self._conn)
             self.embedder_name, self.dim = self._bind_embedder()
         except BaseException:
-            self._conn.close()
+            self._db.close()
             raise
 
     # -- lifecycle -------------------------------------------------------------
@@ -64,7 +61,7 @@ class MemoryBank(BankSearch):
         with self._lock:
             if self._tx is not None:
                 raise BankError("close() inside an open group transaction")
-            self._conn.close()
+            self._db.close()
 
     def __enter__(self) -> "MemoryBank":
         return self
@@ -73,66 +70,85 @@ class MemoryBank(BankSearch):
         self.close()
 
     @property
-    def journal_mode(self) -> str:
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.dialect
+
+    @property
+    def journal_mode(self) -> str | None:
+        """SQLite's journal mode (``wal``); None on PostgreSQL."""
         with self._lock:
-            return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+            return self._db.journal_mode
+
+    def _team_db(self, team: str) -> Backend:
+        """The connection, set to see ``team``'s rows (PostgreSQL's row-level security); hold ``_lock``."""
+        self._db.use_team(team)
+        return self._db
 
     def _bind_embedder(self) -> tuple[str | None, int | None]:
         """Record the embedder on first use; refuse a different one later (its vectors would not compare)."""
-        meta = read_meta(self._conn)
+        meta = self._meta()
         if meta.get("schema_version") != SCHEMA_VERSION:
-            raise BankError(f"{self.path}: bank schema {meta.get('schema_version')}, this code reads {SCHEMA_VERSION}")
+            raise BankError(f"{self.where}: bank schema {meta.get('schema_version')}, this code reads {SCHEMA_VERSION}")
         if self.embedder is None:
             return meta.get("embedder"), (int(meta["dim"]) if "dim" in meta else None)
         name, dim = self.embedder.name, int(self.embedder.dim)
         if "embedder" not in meta:
-            with self.transaction() as conn:
-                meta = read_meta(self._conn)  # another process may have bound it meanwhile
+            with self.transaction() as db:
+                meta = self._meta()  # another process may have bound it meanwhile
                 if "embedder" not in meta:
-                    conn.executemany("INSERT INTO meta VALUES (?, ?)", [("embedder", name), ("dim", str(dim))])
+                    db.executemany("INSERT INTO meta VALUES (?, ?)", [("embedder", name), ("dim", str(dim))])
+                    db.bind_dim(dim)
                     self.embedder_name, self.dim = name, dim
                     self._backfill()
                     return name, dim
         if (meta["embedder"], int(meta["dim"])) != (name, dim):
             raise EmbedderMismatch(
-                f"{self.path} was embedded with {meta['embedder']!r} ({meta['dim']} dims); "
+                f"{self.where} was embedded with {meta['embedder']!r} ({meta['dim']} dims); "
                 f"it cannot be used with {name!r} ({dim} dims). Open it with the same embedder, "
                 f"or rebuild the bank from its stream.")
         return name, dim
 
+    def _meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
     def _backfill(self) -> None:
-        """Embed rows written while the bank had no embedder (first open with one)."""
-        rows = self._conn.execute("SELECT team, memory_id, maintained FROM memories WHERE embedding IS NULL").fetchall()
-        if rows:
-            vecs = self._embed([r[2] for r in rows])
-            assert vecs is not None
-            self._conn.executemany("UPDATE memories SET embedding = ? WHERE team = ? AND memory_id = ?",
-                                   [(to_blob(v), r[0], r[1]) for v, r in zip(vecs, rows)])
+        """Embed rows written while the bank had no embedder (first open with one), team by team."""
+        for team in self.teams():
+            db = self._team_db(team)
+            rows = db.execute("SELECT memory_id, maintained FROM memories WHERE team = ? AND embedding IS NULL",
+                              (team,)).fetchall()
+            if rows:
+                vecs = self._embed([r[1] for r in rows])
+                assert vecs is not None
+                db.executemany("UPDATE memories SET embedding = ? WHERE team = ? AND memory_id = ?",
+                               [(db.encode_vec(v), team, r[0]) for v, r in zip(vecs, rows)])
 
     # -- transactions ----------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write-locked SQLite transaction (BEGIN IMMEDIATE): commit at the end, roll back on any exception.
+    def transaction(self, team: str | None = None) -> Iterator[Backend]:
+        """One write transaction: commit at the end, roll back on any exception.
 
-        Low level: ``group_transaction`` is the way to write. Not re-entrant.
+        With ``team``, it sees that team's rows and waits for the team's other writers
+        (in any process). Low level: ``group_transaction`` is the way to write. Not re-entrant.
         """
         with self._lock:
-            if self._conn.in_transaction:
+            if self._db.in_transaction:
                 raise BankError("a bank transaction is already open")
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-                self._conn.execute("COMMIT")
+                self._db.begin(team)  # may refuse the team (a bound bank) after BEGIN: rolled back below
+                yield self._db
+                self._db.commit()
             except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.rollback()
                 raise
 
     @contextmanager
     def group_transaction(self, group: MemoryGroup) -> Iterator[GroupTransaction]:
         """Apply one group atomically; raises ``GroupAlreadyApplied`` or ``OutOfOrderGroup`` before any write."""
         with self._lock:  # held to the index update, so no thread sees the commit without it
-            with self.transaction() as conn:
+            with self.transaction(group.team) as conn:
                 if conn.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
                                 (group.team, group.group_id)).fetchone():
                     raise GroupAlreadyApplied(f"team {group.team!r}: group {group.group_id!r} is already applied")
@@ -140,9 +156,9 @@ class MemoryBank(BankSearch):
                 if last is not None and iso(group.time) < last:
                     raise OutOfOrderGroup(f"team {group.team!r}: group {group.group_id!r} at {iso(group.time)} comes "
                                           f"before the last applied group ({last}); a team's groups apply in time order")
-                if self.dim is not None:
+                if self.dim is not None and not self._db.ranks_in_db:
                     self._index(group.team)  # cache the committed vectors before this group writes any
-                conn.execute("INSERT OR IGNORE INTO teams (team, version) VALUES (?, 0)", (group.team,))
+                conn.execute("INSERT INTO teams (team, version) VALUES (?, 0) ON CONFLICT DO NOTHING", (group.team,))
                 conn.execute("INSERT INTO groups VALUES (?, ?, ?, ?)", (group.team, group.group_id, iso(group.time),
                                                                        iso(datetime.now(timezone.utc))))
                 tx = GroupTransaction(self, group)
@@ -162,37 +178,40 @@ class MemoryBank(BankSearch):
 
     def is_applied(self, team: str, group_id: str) -> bool:
         with self._lock:
-            return self._conn.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
-                                      (team, group_id)).fetchone() is not None
+            return self._team_db(team).execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
+                                               (team, group_id)).fetchone() is not None
 
     # -- reads -----------------------------------------------------------------
     def teams(self) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT team FROM teams ORDER BY team")]
+            teams = [r[0] for r in self._db.execute("SELECT team FROM teams ORDER BY team")]
+        bound = self._db.bound_team
+        return teams if bound is None else [t for t in teams if t == bound]
 
     def memory(self, team: str, memory_id: str) -> Memory | None:
         with self._lock:
-            row = self._conn.execute(f"SELECT {LIVE_COLUMNS} FROM memories WHERE team = ? AND memory_id = ?",
-                                     (team, memory_id)).fetchone()
+            row = self._team_db(team).execute(f"SELECT {LIVE_COLUMNS} FROM memories WHERE team = ? AND memory_id = ?",
+                                              (team, memory_id)).fetchone()
         return None if row is None else row_to_memory(row)
 
     def memories(self, team: str, as_of: datetime | None = None, types: Sequence[MemoryType] | None = None,
                  ids: Sequence[str] | None = None) -> list[Memory]:
         """The team's memories in write order: live, or rebuilt from the decision log as of a time."""
         sql, args = (f"SELECT {LIVE_COLUMNS}, rowid FROM memories m WHERE team = :team", {"team": team}) \
-            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else "+m.time"),  # by id: the key
+            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else f"{self._db.time_no_index}m.time"),
                                    {"team": team, "as_of": iso(as_of)})
         if want_team_of(types) is not None:
             sql += " AND m.type IN (" + ",".join(f":t{i}" for i in range(len(types))) + ")"
             args.update({f"t{i}": t for i, t in enumerate(types)})
         with self._lock:
+            db = self._team_db(team)
             if ids is None:
-                rows = self._conn.execute(sql + " ORDER BY m.time, m.rowid", args).fetchall()
+                rows = db.execute(sql + " ORDER BY m.time, m.rowid", args).fetchall()
             else:  # by primary key, sorted here: an SQL ORDER BY would make SQLite walk the time index
                 rows = []
                 for part in id_chunks(list(ids)):
                     marks = ",".join(f":i{i}" for i in range(len(part)))
-                    rows += self._conn.execute(sql + f" AND m.memory_id IN ({marks})",
+                    rows += db.execute(sql + f" AND m.memory_id IN ({marks})",
                                                {**args, **{f"i{i}": x for i, x in enumerate(part)}}).fetchall()
                 rows.sort(key=lambda r: (r[7], r[12]))
         return [row_to_memory(r) for r in rows]
@@ -201,15 +220,18 @@ class MemoryBank(BankSearch):
         """The append-only log, in the order decisions were applied."""
         sql = f"SELECT {DECISION_COLUMNS} FROM decisions WHERE team = ?" + (" AND memory_id = ?" if memory_id else "")
         with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY seq", (team, memory_id) if memory_id else (team,)).fetchall()
+            rows = self._team_db(team).execute(sql + " ORDER BY seq",
+                                               (team, memory_id) if memory_id else (team,)).fetchall()
         return [row_to_decision(r) for r in rows]
 
     def stats(self, team: str) -> dict[str, Any]:
         with self._lock:
-            c = self._conn
-            m = c.execute("SELECT COUNT(*), SUM(type = 'team'), SUM(valid), SUM(maintained != original) "
+            c = self._team_db(team)
+            m = c.execute("SELECT COUNT(*), SUM(CASE WHEN type = 'team' THEN 1 ELSE 0 END), SUM(valid), "
+                          "SUM(CASE WHEN maintained <> original THEN 1 ELSE 0 END) "
                           "FROM memories WHERE team = ?", (team,)).fetchone()
-            d = c.execute("SELECT COUNT(*), SUM(action = 'revise') FROM decisions WHERE team = ?", (team,)).fetchone()
+            d = c.execute("SELECT COUNT(*), SUM(CASE WHEN action = 'revise' THEN 1 ELSE 0 END) "
+                          "FROM decisions WHERE team = ?", (team,)).fetchone()
             g = c.execute("SELECT COUNT(*), MIN(time), MAX(time) FROM groups WHERE team = ?", (team,)).fetchone()
         return {"team": team, "memories": m[0], "team_memories": m[1] or 0, "individual_memories": m[0] - (m[1] or 0),
                 "valid": m[2] or 0, "invalid": m[0] - (m[2] or 0), "revised": m[3] or 0, "decisions": d[0],
@@ -219,8 +241,8 @@ class MemoryBank(BankSearch):
     def time_span(self, team: str, as_of: datetime | None = None) -> tuple[datetime, datetime]:
         """The team's first group time, and ``as_of`` (or its last group time): the span times are normalised over."""
         with self._lock:
-            first, last = self._conn.execute("SELECT MIN(time), MAX(time) FROM groups WHERE team = ?",
-                                             (team,)).fetchone()
+            first, last = self._team_db(team).execute("SELECT MIN(time), MAX(time) FROM groups WHERE team = ?",
+                                                      (team,)).fetchone()
         if first is None:
             raise BankError(f"team {team!r} has no memories")
         return parse_time(first), (as_utc(as_of) if as_of is not None else parse_time(last))

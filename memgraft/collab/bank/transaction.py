@@ -1,4 +1,4 @@
-"""One group applied as one SQLite transaction: its memories, its decisions, and the mark that it is in.
+"""One group applied as one database transaction: its memories, its decisions, and the mark that it is in.
 
 Why: a killed ingest must leave whole groups only, so everything the updater writes
 for a group goes through this object while ``MemoryBank.group_transaction`` holds
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError, StaleDecision
-from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_blob, to_us
+from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_us
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
 from memgraft.ids import content_hash
 
@@ -50,7 +50,7 @@ class GroupTransaction:
         if self._added:
             raise BankError(f"group {self.group.group_id!r}: memories already added")
         self._added = True
-        g, conn = self.group, self.bank._conn
+        g, conn = self.group, self.bank._team_db(self.team)
         ids = [m.memory_id for m in g.memories]
         for part in id_chunks(ids):
             clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = ? AND memory_id IN "
@@ -63,7 +63,7 @@ class GroupTransaction:
             "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
             "relation, action, valid, maintained_at, embedding) VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?)",
             [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t,
-              None if vecs is None else to_blob(vecs[i])) for i, m in enumerate(g.memories)])
+              None if vecs is None else conn.encode_vec(vecs[i])) for i, m in enumerate(g.memories)])
         for i, m in enumerate(g.memories):
             self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
             self.new_ids.add(m.memory_id)
@@ -77,24 +77,28 @@ class GroupTransaction:
         """Apply decisions in order; revised texts are embedded in one batch."""
         self._open()
         decisions = list(decisions)
-        states: dict[str, Memory] = {}
+        # the targets' states inside this transaction, read in one query, then as each decision leaves them
+        states = {m.memory_id: m for m in self.bank.memories(self.team, ids=list({d.memory_id for d in decisions}))}
         for d in decisions:
             self._check(d, states)
         revised = [d for d in decisions if d.after != d.before]
         vecs = self.bank._embed([d.after for d in revised]) if revised else None
         vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
-        conn = self.bank._conn
+        conn = self.bank._team_db(self.team)
+        # two batched statements, in the decisions' order (one round trip each on PostgreSQL)
+        conn.executemany(
+            "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?, "
+            "embedding = COALESCE(?, embedding) WHERE team = ? AND memory_id = ?",
+            [(d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
+              None if vec_of.get(id(d)) is None else conn.encode_vec(vec_of[id(d)]), d.team, d.memory_id)
+             for d in decisions])
+        conn.executemany(
+            f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
+              str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason)
+             for d in decisions])
         for d in decisions:
             vec = vec_of.get(id(d))
-            conn.execute(
-                "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?"
-                + (", embedding = ?" if vec is not None else "") + " WHERE team = ? AND memory_id = ?",
-                (d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
-                 *([to_blob(vec)] if vec is not None else []), d.team, d.memory_id))
-            conn.execute(
-                f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
-                 str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason))
             old = self.pending.get(d.memory_id)
             target = states[d.memory_id]
             keep_vec = old[0] if old is not None else None
@@ -130,7 +134,7 @@ class GroupTransaction:
             raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
                             f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
                             f"{g.time.isoformat()})")
-        current = states.get(d.memory_id) or self.memory(d.memory_id)
+        current = states.get(d.memory_id)
         if current is None:
             raise BankError(f"decision {d.decision_id!r}: team {self.team!r} has no memory {d.memory_id!r}")
         if current.maintained != d.before or current.valid != d.valid_before:
@@ -142,7 +146,7 @@ class GroupTransaction:
         """Add the memories if the caller did not, bump the team's version; returns the new version."""
         if not self._added:
             self.add_memories()
-        conn = self.bank._conn
+        conn = self.bank._team_db(self.team)
         conn.execute("UPDATE teams SET version = version + 1 WHERE team = ?", (self.team,))
         return conn.execute("SELECT version FROM teams WHERE team = ?", (self.team,)).fetchone()[0]
 

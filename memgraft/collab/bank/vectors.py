@@ -2,15 +2,16 @@
 
 Why a separate layer: the bank stores one vector per memory (its maintained text's),
 so everything else (a text query, an as-of text that differs from today's) is
-embedded on demand and cached; and the per-team matrices are rebuilt from the blobs
-only when another process has written the team (``teams.version``), otherwise kept
-in step with our own commits. ``MemoryBank`` builds on this; the state it uses is
-declared here and set in ``MemoryBank.__init__``.
+embedded on demand and cached. The rows a search ranks come from the backend's
+database where it ranks there (PostgreSQL's HNSW index), else from per-team matrices
+rebuilt from the blobs only when another process has written the team
+(``teams.version``) and otherwise kept in step with our own commits (SQLite).
+``MemoryBank`` builds on this; the state it uses is declared here and set in
+``MemoryBank.__init__``.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Sequence
@@ -18,10 +19,13 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.index import TeamIndex, load_index
+from memgraft.collab.bank.index import TeamIndex, load_index, want_team_of
+from memgraft.collab.bank.schema import id_chunks, to_us
+from memgraft.collab.types import MemoryType
 from memgraft.models.embedder import Embedder
 
 if TYPE_CHECKING:
+    from memgraft.collab.bank.backend import Backend
     from memgraft.collab.bank.transaction import GroupTransaction
 
 EMBED_CACHE_SIZE = 4096
@@ -31,37 +35,72 @@ class BankVectors:
     """Embedding, the text-vector cache and the team indexes of one open bank."""
 
     path: str
+    where: str
     embedder: Embedder | None
     embedder_name: str | None
     dim: int | None
-    _conn: sqlite3.Connection
+    _db: Backend
     _lock: threading.RLock
     _tx: GroupTransaction | None
     _indexes: dict[str, TeamIndex]
     _cache: OrderedDict[str, np.ndarray]
 
+    def _ranked_rows(self, team: str, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,
+                     until: str | None, exclude: Sequence[str]) -> TeamIndex | None:
+        """The committed rows ``index.rank`` scores: the database's top-N, or the team's whole cached matrix.
+
+        ``exclude`` (rows an overlay replaces) and the filters are applied in the database;
+        ``rank`` applies them again, which changes nothing there and filters the matrix here.
+        """
+        if not self._db.ranks_in_db:
+            return self._index(team)
+        if self.dim is None:
+            raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
+        return self._db.top_n(team, q, k, self.dim, valid_only, want_team_of(types), until, exclude)
+
+    def _stored(self, team: str, memory_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
+        """Stored vector and time (µs) of each id the team holds (as this connection sees it)."""
+        if not self._db.ranks_in_db:
+            idx = self._index(team)
+            if idx is None:
+                return {}
+            return {m: (idx.vecs[idx.row_of[m]], int(idx.time_us[idx.row_of[m]])) for m in memory_ids
+                    if m in idx.row_of}
+        if self.dim is None:
+            raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
+        self._db.use_team(team)
+        out = {}
+        for part in id_chunks(list(dict.fromkeys(memory_ids))):
+            for m, raw, t in self._db.execute("SELECT memory_id, embedding, time FROM memories WHERE team = ? AND "
+                                              f"memory_id IN ({','.join('?' * len(part))})", (team, *part)):
+                if raw is not None:
+                    out[m] = (self._db.decode_vecs([raw], self.dim)[0], to_us(t))
+        return out
+
     def _index(self, team: str) -> TeamIndex | None:
-        """The team's vectors, (re)built from the stored blobs when missing or stale."""
+        """The team's vectors, (re)built from the stored blobs when missing or stale (SQLite)."""
         with self._lock:
-            row = self._conn.execute("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
+            row = self._db.execute("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
             if row is None:
                 return None
             cached = self._indexes.get(team)
             if cached is not None and cached.version == row[0]:
                 return cached  # inside a transaction: the committed state; its writes come as an overlay
             if self.dim is None:
-                raise BankError(f"{self.path} stores no embeddings: open it with an embedder to search")
+                raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
             if self._tx is not None and self._tx.team == team:
                 # group_transaction cached every existing team first, so this team is the open
                 # transaction's own creation: committed, it holds nothing yet.
                 self._indexes[team] = TeamIndex(self.dim, row[0])
                 return self._indexes[team]
-            idx = load_index(self._conn, team, self.dim, row[0])
+            idx = load_index(self._db, team, self.dim, row[0])
             self._indexes[team] = idx
             return idx
 
     def _after_commit(self, tx: GroupTransaction, version: int) -> None:
         """Fold a committed group into the cached index, or drop it if someone else wrote the team meanwhile."""
+        if self._db.ranks_in_db:
+            return
         with self._lock:
             idx = self._indexes.get(tx.team)
             if idx is None:
@@ -77,7 +116,7 @@ class BankVectors:
         """Vectors for texts about to be stored; None when the bank keeps no embeddings at all."""
         if self.embedder is None:
             if self.dim is not None:
-                raise BankError(f"{self.path} stores {self.embedder_name!r} embeddings: open it with that "
+                raise BankError(f"{self.where} stores {self.embedder_name!r} embeddings: open it with that "
                                 f"embedder to write or to embed text")
             return None
         if not texts:
@@ -93,7 +132,7 @@ class BankVectors:
         if missing:
             vecs = self._embed(missing)
             if vecs is None:
-                raise BankError(f"{self.path} stores no embeddings: open it with an embedder to search")
+                raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
             for t, v in zip(missing, vecs):
                 self._cache[t] = v
         out = []

@@ -1,0 +1,163 @@
+"""Where the bank's SQL runs: one SQLite file (the embedded default) or PostgreSQL with pgvector.
+
+Why a layer: the bank's rules (one transaction per group, the append-only log, as-of
+rebuilds, the ranking) are written once, in the other modules, against this small
+interface. What differs between the databases lives here and in ``postgres``:
+connecting, the write lock, placeholders, how a vector is stored, the row-level
+team setting, and where a team's dense top-N comes from (SQLite: this process's
+cached matrix, ``index``; PostgreSQL: the database's HNSW index).
+
+Shared SQL is written with SQLite's ``?`` / ``:name`` placeholders; a backend
+translates them if its driver wants others.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.schema import create_schema, to_blob
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.index import TeamIndex
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Backend:
+    """One open connection to a bank's database; the bank serialises its use (``MemoryBank._lock``)."""
+
+    dialect: str
+    location: str  # as given: opens the same bank again
+    where: str  # for messages: the location without a password
+    ranks_in_db = False  # True: a team's top-N comes from ``top_n``; False: from the bank's cached index
+    time_no_index = ""  # prefix that keeps the planner off the time index for lookups by key
+    bound_team: str | None = None  # set: this connection serves one team and refuses the others
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        raise NotImplementedError
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def begin(self, team: str | None) -> None:
+        """Open a write transaction; with ``team``, writers of that team wait here for each other."""
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self.execute("ROLLBACK")
+
+    @property
+    def in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def use_team(self, team: str) -> None:
+        """Make ``team`` the one whose rows the next statements may see (a bound bank refuses others)."""
+        if self.bound_team is not None and team != self.bound_team:
+            raise BankError(f"this bank is opened for team {self.bound_team!r} only, not {team!r}")
+
+    def bind_dim(self, dim: int) -> None:
+        """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped)."""
+
+    def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
+              until: str | None, exclude: Sequence[str]) -> TeamIndex:
+        """The team's rows nearest ``q`` (where ``ranks_in_db``), filtered, as a small index in write order."""
+        raise NotImplementedError
+
+    def encode_vec(self, vec: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def decode_vecs(self, raws: Sequence[Any], dim: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def vec_dim(self, raw: Any) -> int:
+        raise NotImplementedError
+
+    @property
+    def journal_mode(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SqliteBackend(Backend):
+    """One SQLite file in WAL mode: writers take the file's lock (``BEGIN IMMEDIATE``), readers never wait."""
+
+    dialect = "sqlite"
+    time_no_index = "+"  # SQLite: ``+m.time`` is not an indexed column, so a lookup by id uses the key
+
+    def __init__(self, path: str | Path, team: str | None = None):
+        self.location = self.where = str(path)
+        self.bound_team = team
+        if self.location != ":memory:":
+            Path(self.location).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.location, isolation_level=None, check_same_thread=False, timeout=30.0)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a power cut may lose the last groups, never corrupt
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            create_schema(self._conn)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, rows)
+
+    def begin(self, team: str | None) -> None:
+        if team is not None:
+            self.use_team(team)
+        self._conn.execute("BEGIN IMMEDIATE")  # one writer per file: waits up to the 30 s timeout
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def encode_vec(self, vec: np.ndarray) -> bytes:
+        return to_blob(vec)
+
+    def decode_vecs(self, raws: Sequence[Any], dim: int) -> np.ndarray:
+        return np.frombuffer(b"".join(raws), "<f4").reshape(-1, dim)
+
+    def vec_dim(self, raw: Any) -> int:
+        return len(raw) // 4 if len(raw) % 4 == 0 else -1
+
+    @property
+    def journal_mode(self) -> str:
+        return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def hide_password(url: str) -> str:
+    """A URL fit for messages and logs: ``postgresql://user:***@host/db``."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def is_postgres(location: str | Path) -> bool:
+    return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def connect(location: str | Path, team: str | None = None) -> Backend:
+    """The backend a bank location names: ``postgresql://…`` is PostgreSQL, anything else a SQLite path."""
+    if is_postgres(location):
+        from memgraft.collab.bank.postgres import PostgresBackend  # psycopg only where a server is used
+
+        return PostgresBackend(str(location), team)
+    if isinstance(location, str) and "://" in location:
+        raise BankError(f"bank location {location.split('://')[0]}://… is neither a path (SQLite) nor a "
+                        f"postgresql:// URL")
+    return SqliteBackend(location, team)

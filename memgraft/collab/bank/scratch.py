@@ -1,0 +1,50 @@
+"""A throwaway PostgreSQL with pgvector (the ``pgserver`` wheel, a dev dependency) for tests and benchmarks.
+
+Why here: the tests and the benchmarks need the same server set up the same way.
+Run as root, pgserver starts the server as a system user ``pgserver`` it adds
+(``useradd``) and opens the folders above its data directory to it, so the data
+lives in a ``mkdtemp`` folder of its own (under pytest's tree, another pytest run
+resets the modes and shuts the server out of its data). Banks connect as
+``memgraft``, an ordinary role: a superuser would bypass the banks' row-level
+security, and the bank refuses one. Each database is a copy of a template that
+already has the ``vector`` extension (creating it needs a superuser). The server
+is thrown away after, so it does not sync to disk (its shutdown checkpoint took
+8 s otherwise).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+ROLE = "memgraft"
+TEMPLATE = "bank_template"
+
+
+class ScratchPostgres:
+    """One server; ``database()`` makes a fresh, empty bank database and returns its URL."""
+
+    def __init__(self, root: str | Path | None = None):
+        import pgserver
+        import psycopg
+
+        self.root = Path(tempfile.mkdtemp(prefix="memgraft-pg-", dir=root))
+        self._server = pgserver.get_server(self.root / "data", cleanup_mode="delete")
+        self._made = itertools.count()
+        self._server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off; "
+                          "ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();")
+        self._server.psql(f"CREATE ROLE {ROLE} LOGIN; CREATE DATABASE {TEMPLATE} OWNER {ROLE};")
+        with psycopg.connect(self._server.get_uri(database=TEMPLATE), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+
+    def database(self) -> str:
+        name = f"bank_{os.getpid()}_{next(self._made)}"
+        self._server.psql(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE} OWNER {ROLE};")
+        return self._server.get_uri(database=name).replace("://postgres:@", f"://{ROLE}@", 1)
+
+    def stop(self) -> None:
+        self._server.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)

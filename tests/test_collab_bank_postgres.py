@@ -1,0 +1,113 @@
+"""The PostgreSQL bank's own guarantees: the same hits as SQLite, teams apart row by row, the HNSW path.
+
+The shared guarantees run on both backends in ``test_collab_bank.py``; these need the server.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from memgraft.collab.bank import BankError, MemoryBank
+from tests.doubles import HashEmbedder
+from tests.test_collab_bank import G1, group, raw_connection
+
+
+def test_both_backends_rank_alike(tmp_path, pg_url):
+    """The same stream into SQLite and PostgreSQL: the same hits with the same scores, live and as of any time
+    (ties included: some texts repeat, and ties break by write order on both)."""
+    rng = random.Random(3)
+    banks = [MemoryBank(tmp_path / "s.sqlite", HashEmbedder()), MemoryBank(pg_url(), HashEmbedder())]
+    words = "meeting room lab chairs centrifuge budget deadline report".split()
+    times = []
+    for step in range(25):
+        team = rng.choice(["ops", "lab"])
+        g = group(team, f"g{step}", step, *[(f"{team}{step}-{j}", rng.choice(["team", "individual"]),
+                                             " ".join(rng.sample(words, 2))) for j in range(4)])
+        picks = [(rng.random(), rng.random() < 0.5) for _ in range(3)]
+        for bank in banks:
+            with bank.group_transaction(g) as tx:
+                tx.add_memories()
+                hits = tx.search(words[step % len(words)], 3, earlier_only=True)
+                for (m, _), (p, valid) in zip(hits, picks):
+                    if p < 0.7:
+                        tx.decide(m.memory_id, level="inter", relation="contradiction", action="revise",
+                                  decided_by="t", after=f"{m.maintained} {words[step % 5]}", valid_after=valid)
+        times.append(g.time)
+
+    def hits(bank, **kw):
+        return [[(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search(team, w, 6, **kw)]
+                for team in ("ops", "lab") for w in words[:4]]
+
+    for kw in ({}, {"valid_only": True}, {"types": ["team"]}, {"as_of": times[8]},
+               {"as_of": times[17], "valid_only": True}, {"as_of": times[12], "types": ["individual"]}):
+        assert hits(banks[0], **kw) == hits(banks[1], **kw), kw
+    for bank in banks:
+        bank.close()
+
+
+def test_postgres_keeps_teams_apart_row_by_row(pg_url):
+    """Row-level security: a session sees and writes only the rows of its ``memgraft.team``; a bank bound to a
+    team refuses the others; a role that bypasses the policies is refused; the top-N uses the HNSW index."""
+    import psycopg
+
+    from memgraft.collab.bank import open_bank
+
+    url = pg_url()
+    with open_bank(url, HashEmbedder()) as bank:
+        bank.apply_group(G1)
+        bank.apply_group(group("lab", "g1", 0, ("x", "individual", "Centrifuge is broken")))
+        with bank.transaction("ops") as db:  # SQLite's placeholders and a literal "%", with and without parameters
+            assert db.execute("SELECT '5%'").fetchone()[0] == "5%"
+            assert db.execute("SELECT COUNT(*), '5%' FROM memories WHERE maintained LIKE '%room A' AND type = ?",
+                              ("team",)).fetchone() == (1, "5%")
+        conn, _ = raw_connection(bank)
+    with conn:
+        for table in ("groups", "memories", "decisions"):  # no team set: nothing at all
+            assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
+        conn.execute("SELECT set_config('memgraft.team', 'ops', false)")
+        assert conn.execute("SELECT DISTINCT team FROM memories").fetchall() == [("ops",)]
+        assert conn.execute("UPDATE memories SET maintained = 'x' WHERE team = 'lab'").rowcount == 0
+        with pytest.raises(psycopg.Error, match="row-level security"):
+            conn.execute("INSERT INTO groups VALUES ('lab', 'g9', '2024', '2024')")
+        conn.execute("SET enable_sort = off")  # the plan a large team gets: the order from the HNSW index
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT memory_id FROM memories WHERE team = 'ops' ORDER BY embedding <=> %s::vector LIMIT 5",
+            (str([0.125] * 64),)))
+        assert "memories_hnsw" in plan
+    with open_bank(url, HashEmbedder(), team="lab") as lab:
+        assert lab.teams() == ["lab"] and [m.memory_id for m in lab.memories("lab")] == ["x"]
+        with pytest.raises(BankError, match="team 'lab' only"):
+            lab.memories("ops")
+        with pytest.raises(BankError, match="team 'lab' only"):
+            lab.apply_group(group("ops", "g2", 5, ("y", "team", "no")))
+    with pytest.raises(BankError, match="bypasses row-level security"):
+        MemoryBank(url.replace("://memgraft@", "://postgres@"))  # the server's superuser
+    with pytest.raises(BankError, match="cannot reach the PostgreSQL bank at postgresql://memgraft:\\*\\*\\*@"):
+        MemoryBank("postgresql://memgraft:secret@/bank?host=/nonexistent")
+    with pytest.raises(BankError, match="neither a path"):
+        MemoryBank("mysql://host/bank")
+
+
+def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypatch):
+    """Past ``EXACT_MAX_ROWS`` (here 0) a team's top-N comes from the HNSW scan; a scan that the team filter
+    leaves short (a small team among many rows) is read again exactly."""
+    from memgraft.collab.bank import postgres
+
+    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 0)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    with MemoryBank(pg_url(), HashEmbedder()) as bank:
+        for g in range(6):
+            bank.apply_group(group("big", f"b{g}", g, *[(f"big{g}-{j}", "individual", f"{words[(g + j) % 12]} "
+                                                         f"{words[(3 * g + j) % 12]} note {g} {j}") for j in range(10)]))
+        bank.apply_group(group("small", "s0", 0, *[(f"s{j}", "team", f"small team fact {j}") for j in range(3)]))
+        shown = bank.search("small", "small team fact", 10)
+        assert sorted(m.memory_id for m, _ in shown) == ["s0", "s1", "s2"]
+        target = bank.memory("big", "big3-7")
+        top, score = bank.search("big", target.maintained, 1)[0]
+        assert top.memory_id == "big3-7" and score == pytest.approx(1.0, abs=1e-5)
+        assert [m.memory_id for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1))
+                ] and all(m.time <= G1.time + timedelta(hours=1)
+                          for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1)))
