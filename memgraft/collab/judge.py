@@ -11,7 +11,8 @@ Why this model: the paper's updater is a trained LLM; on a 2-core CPU a 135M LLM
 worse than chance and a fine-tuned cross-encoder ran at tens of pairs per second. This
 judge reads what the updater already has: the two memories' embedding vectors (stored
 in the bank, so judging costs no encoder pass) and a few word-level comparisons (shared
-and differing content words, differing names and numbers). An MLP over
+and differing content words, differing names and numbers, and which side of the text the
+names differ on: the subject's or the value's). An MLP over
 ``[u ⊙ v; |u − v|; cos; lexical]`` gives P(neutral), P(compatible), P(contradiction) for a
 pair; it is symmetric by construction of its training data (both orders).
 
@@ -47,8 +48,10 @@ if TYPE_CHECKING:
 FORMAT = "memgraft.pair-judge/1"
 LABELS = (Relation.neutral, Relation.compatible, Relation.contradiction)
 BUNDLED = Path(__file__).with_name("assets") / "judge-all-MiniLM-L6-v2.pt"
-N_LEXICAL = 22
+N_LEXICAL = 29
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_TOKEN = re.compile(r"[^\W_](?:[\w'-]|[.:,](?=\w))*|[^\w\s'-]", re.UNICODE)  # words, and punctuation on its own
+_NAME_JOINERS = frozenset({"of", "de", "the", "and", "von", "van", "du", "la", "le", "da", "al", "bin"})
 
 
 @lru_cache(maxsize=65536)
@@ -80,6 +83,47 @@ def alignment_features(a: str, b: str) -> list[float]:
     return [min(len(blocks), 4) / 4, first_a, first_b, float(len(blocks) == 1), late_a, late_b]
 
 
+@lru_cache(maxsize=65536)
+def last_name(text: str) -> frozenset[str]:
+    """The text's last run of capitalised words or numbers (lower-cased; "of", "de" may join it, punctuation
+    ends it), sentence-initial words included: a stated value usually ends a statement ("... is Hideyo
+    Hanazumi, as far as I know", "Who governed Niigata? Hideyo Hanazumi.")."""
+    run: list[str] = []
+    last: list[str] = []
+    for t in _TOKEN.findall(rules.strip_label(text)[:rules.READ_CHARS]):
+        if t[0].isalnum() and (t[0].isupper() or any(c.isdigit() for c in t)) and t != "I":
+            run.append(t.lower())
+        elif not (run and t.lower() in _NAME_JOINERS):
+            last, run = (run or last), []
+    return frozenset(run or last)
+
+
+def _near_names(xs: frozenset[str], ys: frozenset[str]) -> float:
+    """Share of the names only one text has that the other spells almost alike (Plube / Plumbe)."""
+    xs_, ys_ = [x for x in xs if len(x) >= 4 and x.isalpha()], [y for y in ys if len(y) >= 4 and y.isalpha()]
+    if not xs_ or not ys_:
+        return 0.0
+    return sum(any(difflib.SequenceMatcher(None, x, y).ratio() >= 0.8 for y in ys_) for x in xs_) / len(xs_)
+
+
+def name_features(a: str, b: str) -> list[float]:
+    """Where the two texts' names sit: the subject side (names before the last run) and the value side
+    (the last run). A contradiction needs the same subject and another value: two notes that both end
+    "... HMS Cochrane" agree however differently they name the ship; "the branch of Mosby Monroe
+    Parsons" and "the branch of John James Conyers Jr" share no subject name, so their values do not
+    compete; a name spelt almost alike (Plube / Plumbe) is still the same subject."""
+    ta, tb = last_name(a), last_name(b)
+    sa, sb = rules.specific_tokens(a) | ta, rules.specific_tokens(b) | tb
+    in_b = len(ta & sb) / len(ta) if ta else 0.0
+    in_a = len(tb & sa) / len(tb) if tb else 0.0
+    subject_a, subject_b = rules.specific_tokens(a) - ta, rules.specific_tokens(b) - tb
+    shared = len(subject_a & subject_b)
+    return [float(bool(ta) and ta == tb), min(in_a, in_b), max(in_a, in_b),
+            max(_near_names(sa - sb, sb - sa), _near_names(sb - sa, sa - sb)),
+            shared / max(1, len(subject_a | subject_b)), float(bool(subject_a and subject_b) and not shared),
+            float(bool(ta and tb) and not ta & tb)]
+
+
 def lexical_features(a: str, b: str) -> list[float]:
     """Word-level comparisons the embedding blurs: how much is shared, what differs, whether
     the names and numbers differ (where values usually sit), and the text rules' readings
@@ -95,7 +139,8 @@ def lexical_features(a: str, b: str) -> list[float]:
             float(not sa - sb), float(not sb - sa), float(bool(sa & sb)),
             float(verdict == "conflict"), float(verdict == "agree"), float(verdict == "unrelated"),
             float(rules.has_prohibition_cue(b) != rules.has_prohibition_cue(a)),
-            float(rules.has_change_cue(a) or rules.has_change_cue(b)), *alignment_features(a, b)]
+            float(rules.has_change_cue(a) or rules.has_change_cue(b)), *alignment_features(a, b),
+            *name_features(a, b)]
 
 
 def pair_features(texts_a: Sequence[str], texts_b: Sequence[str], u: np.ndarray, v: np.ndarray) -> torch.Tensor:
@@ -114,6 +159,7 @@ class JudgeConfig:
     hidden: int = 128
     dropout: float = 0.2
     embedder: str = ""  # the embedder whose vectors it was trained on
+    lexical: int = N_LEXICAL  # word-level features it reads (lexical_features)
 
 
 class PairJudge(nn.Module):
@@ -121,7 +167,7 @@ class PairJudge(nn.Module):
 
     def __init__(self, dim: int, *, hidden: int = 128, dropout: float = 0.2, embedder: str = ""):
         super().__init__()
-        self.config = JudgeConfig(dim=dim, hidden=hidden, dropout=dropout, embedder=embedder)
+        self.config = JudgeConfig(dim=dim, hidden=hidden, dropout=dropout, embedder=embedder, lexical=N_LEXICAL)
         self.mlp = nn.Sequential(nn.Linear(2 * dim + 1 + N_LEXICAL, hidden), nn.GELU(), nn.Dropout(dropout),
                                  nn.Linear(hidden, len(LABELS)))
 
@@ -144,8 +190,16 @@ def save_judge(judge: PairJudge, path: str | Path, metrics: dict | None = None) 
 
 def load_judge(path: str | Path = "bundled") -> PairJudge:
     """A saved judge (``"bundled"``: the one shipped for all-MiniLM-L6-v2); weights only, no pickled code."""
-    blob = read_weights(weights_path(path, BUNDLED, "pair judge"), FORMAT)
-    judge = PairJudge(**blob["config"])
+    file = weights_path(path, BUNDLED, "pair judge")
+    blob = read_weights(file, FORMAT)
+    config = dict(blob["config"])
+    lexical = config.pop("lexical", None)
+    if lexical is None:  # saved before the count was recorded: read it off the first layer
+        lexical = int(blob["state"]["mlp.0.weight"].shape[1]) - 2 * int(config["dim"]) - 1
+    if lexical != N_LEXICAL:
+        raise ValueError(f"{file}: this pair judge reads {lexical} word-level features, this memgraft computes "
+                         f"{N_LEXICAL}; retrain it with `make train-updater`")
+    judge = PairJudge(**config)
     judge.load_state_dict(blob["state"])
     return judge.eval()
 

@@ -3,7 +3,7 @@
 Cross-entropy over (neutral, compatible, contradiction), both orders of every pair,
 classes weighted by inverse frequency (neutral pairs outnumber contradictions about 3:1
 on the real conversions, and a missed contradiction leaves a stale memory valid).
-Seconds per epoch on 2 cores: the inputs are the bank's embedding vectors plus sixteen
+Seconds per epoch on 2 cores: the inputs are the bank's embedding vectors plus the judge's
 word-level features, never an encoder pass.
 """
 
