@@ -6,6 +6,7 @@ The shared guarantees run on both backends in ``test_collab_bank.py``; these nee
 from __future__ import annotations
 
 import random
+import threading
 from datetime import timedelta
 
 import pytest
@@ -50,7 +51,7 @@ def test_both_backends_rank_alike(tmp_path, pg_url):
 
 def test_postgres_keeps_teams_apart_row_by_row(pg_url):
     """Row-level security: a session sees and writes only the rows of its ``memgraft.team``; a bank bound to a
-    team refuses the others; a role that bypasses the policies is refused; the top-N uses the HNSW index."""
+    team refuses the others; a role that bypasses the policies is refused; a bank of small teams has no HNSW index."""
     import psycopg
 
     from memgraft.collab.bank import open_bank
@@ -72,11 +73,7 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url):
         assert conn.execute("UPDATE memories SET maintained = 'x' WHERE team = 'lab'").rowcount == 0
         with pytest.raises(psycopg.Error, match="row-level security"):
             conn.execute("INSERT INTO groups VALUES ('lab', 'g9', '2024', '2024')")
-        conn.execute("SET enable_sort = off")  # the plan a large team gets: the order from the HNSW index
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN SELECT memory_id FROM memories WHERE team = 'ops' ORDER BY embedding <=> %s::vector LIMIT 5",
-            (str([0.125] * 64),)))
-        assert "memories_hnsw" in plan
+        assert conn.execute("SELECT to_regclass('memories_hnsw')").fetchone()[0] is None  # small teams: no index
     with open_bank(url, HashEmbedder(), team="lab") as lab:
         assert lab.teams() == ["lab"] and [m.memory_id for m in lab.memories("lab")] == ["x"]
         with pytest.raises(BankError, match="team 'lab' only"):
@@ -91,17 +88,32 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url):
         MemoryBank("mysql://host/bank")
 
 
+def hnsw_plan(bank) -> str:
+    """The plan a large team's top-N gets (sorting off, so the order comes from the HNSW index if there is one)."""
+    conn, _ = raw_connection(bank, "big")
+    with conn:
+        conn.execute("SET enable_sort = off")
+        return "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT memory_id FROM memories WHERE team = 'big' ORDER BY embedding <=> %s::vector LIMIT 5",
+            (str([0.125] * 64),)))
+
+
 def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypatch):
-    """Past ``EXACT_MAX_ROWS`` (here 0) a team's top-N comes from the HNSW scan; a scan that the team filter
-    leaves short (a small team among many rows) is read again exactly."""
+    """The HNSW index is built when a team passes ``EXACT_MAX_ROWS`` (here 25), not before; past it a team's
+    top-N comes from the HNSW scan, and a scan that the team filter leaves short (a small team among many rows,
+    threshold 0) is read again exactly."""
     from memgraft.collab.bank import postgres
 
-    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 0)
+    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 25)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     with MemoryBank(pg_url(), HashEmbedder()) as bank:
         for g in range(6):
+            if g == 2:  # 20 rows: still exact, and no index kept up meanwhile
+                assert "memories_hnsw" not in hnsw_plan(bank)
             bank.apply_group(group("big", f"b{g}", g, *[(f"big{g}-{j}", "individual", f"{words[(g + j) % 12]} "
                                                          f"{words[(3 * g + j) % 12]} note {g} {j}") for j in range(10)]))
+        assert "memories_hnsw" in hnsw_plan(bank)
+        monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 0)
         bank.apply_group(group("small", "s0", 0, *[(f"s{j}", "team", f"small team fact {j}") for j in range(3)]))
         shown = bank.search("small", "small team fact", 10)
         assert sorted(m.memory_id for m, _ in shown) == ["s0", "s1", "s2"]
@@ -111,3 +123,34 @@ def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypat
         assert [m.memory_id for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1))
                 ] and all(m.time <= G1.time + timedelta(hours=1)
                           for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1)))
+
+
+def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monkeypatch):
+    """Two processes' teams pass ``EXACT_MAX_ROWS`` in the same instant: both groups commit, one index is built."""
+    from memgraft.collab.bank import postgres
+
+    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 5)
+    url = pg_url()
+    banks = [MemoryBank(url, HashEmbedder()) for _ in range(2)]
+    start, errors = threading.Barrier(2), []
+
+    def write(bank, team):
+        try:
+            start.wait()
+            bank.apply_group(group(team, "g0", 0, *[(f"{team}{j}", "team", f"{team} fact {j}") for j in range(8)]))
+        except BaseException as err:  # reported below: a thread's exception would only be printed
+            errors.append(err)
+
+    threads = [threading.Thread(target=write, args=(b, t)) for b, t in zip(banks, ("ops", "lab"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    conn, _ = raw_connection(banks[0])
+    with conn:
+        assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories' AND indexdef LIKE "
+                            "'%hnsw%'").fetchall() == [("memories_hnsw",)]
+    assert [len(b.memories(t)) for b, t in zip(banks, ("ops", "lab"))] == [8, 8]
+    for b in banks:
+        b.close()

@@ -67,6 +67,9 @@ class Backend:
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped)."""
 
+    def after_group(self, team: str) -> None:
+        """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""
+
     def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
               until: str | None, exclude: Sequence[str]) -> TeamIndex:
         """The team's rows nearest ``q`` (where ``ranks_in_db``), filtered, as a small index in write order."""

@@ -15,7 +15,8 @@ Why it looks like this:
   a refusal), writers of different teams do not wait at all.
 - A team's dense top-N is computed in the database: exactly (a scan of the team's
   rows) up to ``EXACT_MAX_ROWS`` memories, where that is fast and gives SQLite's
-  results; above, from an HNSW index (cosine), approximate as HNSW is. The few rows
+  results; above, from an HNSW index (cosine), approximate as HNSW is, which is built
+  only when the first team passes that size (``after_group``). The few rows
   it returns are ranked by the same ``index.rank`` the SQLite bank uses, so scores
   and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
 """
@@ -43,6 +44,7 @@ SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the 
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
 TEAM_SETTING = "memgraft.team"
+HNSW_INDEX = "memories_hnsw"  # made when the first team passes EXACT_MAX_ROWS (``after_group``)
 ROW_TABLES = ("groups", "memories", "decisions")
 
 SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
@@ -106,6 +108,7 @@ class PostgresBackend(Backend):
             self._ensure_vector()
             register_vector(self._conn)
             self._create_schema()
+            self._indexed = self._has_index()
             if team is not None:
                 self._set_team(team)
         except psycopg.Error as err:
@@ -147,10 +150,37 @@ class PostgresBackend(Backend):
         return self._conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
 
     def bind_dim(self, dim: int) -> None:
-        """Type the vector column (the HNSW index needs a dimension) and build the index; in the caller's tx."""
+        """Type the vector column (the HNSW index needs a dimension); in the caller's tx. No index yet: see
+        ``after_group``."""
         self.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, SCHEMA_LOCK))
         self.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
-        self.execute("CREATE INDEX IF NOT EXISTS memories_hnsw ON memories USING hnsw (embedding vector_cosine_ops)")
+
+    def after_group(self, team: str) -> None:
+        """Build the HNSW index once ``team`` passes ``EXACT_MAX_ROWS``; before, every team is ranked exactly.
+
+        Why not from the start: pgvector keeps the index up row by row, which made
+        ingest several times slower, and a bank whose teams are all small never reads it.
+        Built in one go here, after the group's commit (holding no table lock), under
+        the schema lock: two writers crossing the threshold at once build it once, the
+        second finds it made. Other writers wait out the build (a plain CREATE INDEX, so a
+        killed build leaves no half-made index); searches meanwhile scan exactly.
+        """
+        if self._indexed:
+            return
+        row = self._conn.execute("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
+        if row is None or row[0] <= EXACT_MAX_ROWS:
+            return
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+            if not self._has_index():
+                self._conn.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
+        self._indexed = True
+
+    def _has_index(self) -> bool:
+        """Read from the catalog table, not ``to_regclass``: an advisory lock does not refresh the catalog cache,
+        so after waiting for another builder's lock the cache may not know its index yet."""
+        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                                  "AND indexname = %s)", (HNSW_INDEX,)).fetchone()[0]
 
     # -- statements --------------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:

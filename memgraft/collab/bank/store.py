@@ -169,6 +169,7 @@ class MemoryBank(BankSearch):
                 finally:
                     self._tx = None
             self._after_commit(tx, version)
+            self._db.after_group(group.team)
 
     def apply_group(self, group: MemoryGroup, decisions: Sequence[Decision] = ()) -> None:
         """Add a group's memories and its precomputed decisions in one transaction."""
