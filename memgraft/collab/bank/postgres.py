@@ -131,7 +131,9 @@ class PostgresBackend(Backend):
         if self._conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             return
         try:
-            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            with self._conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+                self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except self._psycopg.Error as err:
             raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
                             f"a superuser must run CREATE EXTENSION vector in that database") from None
@@ -147,7 +149,11 @@ class PostgresBackend(Backend):
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
 
     def _has_schema(self) -> bool:
-        return self._conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+        """Read from pg_class with this statement's snapshot: ``to_regclass`` answers from the session's
+        catalog cache, which may not yet show tables another process committed while we waited for the lock."""
+        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                                  "ON n.oid = c.relnamespace WHERE c.relname = 'meta' "
+                                  "AND n.nspname = current_schema())").fetchone()[0]
 
     def bind_dim(self, dim: int) -> None:
         """Type the vector column (the HNSW index needs a dimension); in the caller's tx. No index yet: see
