@@ -154,3 +154,30 @@ def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monk
     assert [len(b.memories(t)) for b, t in zip(banks, ("ops", "lab"))] == [8, 8]
     for b in banks:
         b.close()
+
+
+def test_writers_opening_a_new_bank_at_once_bind_its_embedder_once(pg_url):
+    """Several processes open one new bank with an embedder in the same instant: each opens it, none fails on
+    the embedder's row, and the bank records that embedder once (CI once raced here to a UniqueViolation)."""
+    url, n = pg_url(), 6
+    start, errors, banks = threading.Barrier(n), [], []
+
+    def open_one():
+        try:
+            start.wait()
+            banks.append(MemoryBank(url, HashEmbedder()))
+        except BaseException as err:  # reported below: a thread's exception would only be printed
+            errors.append(err)
+
+    threads = [threading.Thread(target=open_one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert {(b.embedder_name, b.dim) for b in banks} == {(HashEmbedder().name, HashEmbedder().dim)}
+    conn, _ = raw_connection(banks[0])
+    with conn:
+        assert conn.execute("SELECT count(*) FROM meta WHERE key IN ('embedder', 'dim')").fetchone()[0] == 2
+    for b in banks:
+        b.close()

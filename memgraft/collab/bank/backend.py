@@ -64,6 +64,10 @@ class Backend:
         if self.bound_team is not None and team != self.bound_team:
             raise BankError(f"this bank is opened for team {self.bound_team!r} only, not {team!r}")
 
+    def lock_schema(self) -> None:
+        """In the caller's tx: wait for any other process changing the bank's schema or binding its embedder
+        (no-op on SQLite, whose write transaction already holds the whole file)."""
+
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped)."""
 

@@ -155,10 +155,15 @@ class PostgresBackend(Backend):
                                   "ON n.oid = c.relnamespace WHERE c.relname = 'meta' "
                                   "AND n.nspname = current_schema())").fetchone()[0]
 
+    def lock_schema(self) -> None:
+        """The schema lock, held to the end of the caller's tx; statements after it see what its holder
+        committed (READ COMMITTED takes a fresh snapshot per statement)."""
+        self.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, SCHEMA_LOCK))
+
     def bind_dim(self, dim: int) -> None:
         """Type the vector column (the HNSW index needs a dimension); in the caller's tx. No index yet: see
         ``after_group``."""
-        self.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, SCHEMA_LOCK))
+        self.lock_schema()
         self.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
 
     def after_group(self, team: str) -> None:

@@ -95,6 +95,7 @@ class MemoryBank(BankSearch):
         name, dim = self.embedder.name, int(self.embedder.dim)
         if "embedder" not in meta:
             with self.transaction() as db:
+                db.lock_schema()  # two processes opening a new bank at once: the second waits, then reads
                 meta = self._meta()  # another process may have bound it meanwhile
                 if "embedder" not in meta:
                     db.executemany("INSERT INTO meta VALUES (?, ?)", [("embedder", name), ("dim", str(dim))])
