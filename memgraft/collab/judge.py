@@ -12,7 +12,8 @@ worse than chance and a fine-tuned cross-encoder ran at tens of pairs per second
 judge reads what the updater already has: the two memories' embedding vectors (stored
 in the bank, so judging costs no encoder pass) and a few word-level comparisons (shared
 and differing content words, differing names and numbers, and which side of the text the
-names differ on: the subject's or the value's). An MLP over
+names differ on: the subject's or the value's; whether each text's last content words occur in
+the other, for values that are not names). An MLP over
 ``[u ⊙ v; |u − v|; cos; lexical]`` gives P(neutral), P(compatible), P(contradiction) for a
 pair; it is symmetric by construction of its training data (both orders).
 
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
 FORMAT = "memgraft.pair-judge/1"
 LABELS = (Relation.neutral, Relation.compatible, Relation.contradiction)
 BUNDLED = Path(__file__).with_name("assets") / "judge-all-MiniLM-L6-v2.pt"
-N_LEXICAL = 29
+N_LEXICAL = 33
+TAIL = 3  # content words read as a text's tail (tail_features)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"[^\W_](?:[\w'-]|[.:,](?=\w))*|[^\w\s'-]", re.UNICODE)  # words, and punctuation on its own
 _NAME_JOINERS = frozenset({"of", "de", "the", "and", "von", "van", "du", "la", "le", "da", "al", "bin"})
@@ -124,6 +126,23 @@ def name_features(a: str, b: str) -> list[float]:
             float(bool(ta and tb) and not ta & tb)]
 
 
+@lru_cache(maxsize=65536)
+def _tail(text: str) -> tuple[str, ...]:
+    return tuple(w for w in _sequence(text) if w not in rules.STOP_WORDS)[-TAIL:]
+
+
+def tail_features(a: str, b: str) -> list[float]:
+    """Whether each text's last content words occur in the other: a value usually ends a statement, named
+    or not ("... as amateur wrestler." against "... is amateur wrestler."; "? professional wrestler.").
+    The name features see only capitalised values; these see every value, in any wording before it."""
+    ta, tb = _tail(a), _tail(b)
+    wa, wb = _words(a), _words(b)
+    in_b = sum(w in wb for w in ta) / len(ta) if ta else 0.0
+    in_a = sum(w in wa for w in tb) / len(tb) if tb else 0.0
+    return [min(in_a, in_b), max(in_a, in_b), float(bool(ta) and ta[-2:] == tb[-2:]),
+            float(bool(ta) and bool(tb) and ta[-1] == tb[-1])]
+
+
 def lexical_features(a: str, b: str) -> list[float]:
     """Word-level comparisons the embedding blurs: how much is shared, what differs, whether
     the names and numbers differ (where values usually sit), and the text rules' readings
@@ -140,7 +159,7 @@ def lexical_features(a: str, b: str) -> list[float]:
             float(verdict == "conflict"), float(verdict == "agree"), float(verdict == "unrelated"),
             float(rules.has_prohibition_cue(b) != rules.has_prohibition_cue(a)),
             float(rules.has_change_cue(a) or rules.has_change_cue(b)), *alignment_features(a, b),
-            *name_features(a, b)]
+            *name_features(a, b), *tail_features(a, b)]
 
 
 def pair_features(texts_a: Sequence[str], texts_b: Sequence[str], u: np.ndarray, v: np.ndarray) -> torch.Tensor:
