@@ -222,7 +222,7 @@ def slow_rules(settings, embedder):
 
 ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
 s = load_settings("local", ["hicomer.updater_policy=rules"])
-summary = run_ingest(s, sys.argv[1], sys.argv[2], workers=2, policy_factory=slow_rules)
+summary = run_ingest(s, sys.argv[1], sys.argv[2], workers={workers}, policy_factory=slow_rules)
 print(json.dumps({{k: v for k, v in summary.items() if k != "team_stats"}}))
 """
 
@@ -259,7 +259,7 @@ def applied_groups(path) -> int:
 def test_killed_pipeline_resumes_without_duplicates(clean_bank, dataset, tmp_path):
     stream, bank = str(dataset[1]["stream"]), tmp_path / "bank.sqlite"
     slow = tmp_path / "slow.py"
-    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4))
+    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4, workers=2))
     proc = subprocess.Popen([sys.executable, str(slow), stream, str(bank)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 300
@@ -280,6 +280,37 @@ def test_killed_pipeline_resumes_without_duplicates(clean_bank, dataset, tmp_pat
 
 
 # -- many writers on one PostgreSQL bank ------------------------------------------------------------
+
+
+def applied_anywhere(location: str) -> int:
+    """Groups committed in a bank at ``location`` (a PostgreSQL URL), through the bank's own reads."""
+    with open_bank(location) as bank:
+        return sum(bank.stats(t)["groups"] for t in bank.teams())
+
+
+@pytest.mark.slow
+def test_killed_pipeline_with_four_workers_on_postgres_resumes_to_the_clean_bank(clean_bank, dataset, tmp_path,
+                                                                                  pg_url):
+    """``ingest_memories.py --workers 4`` on one PostgreSQL bank, killed whole (driver, Ray, workers) mid-run;
+    a new run resumes, and the bank equals the clean SQLite run's, decision for decision."""
+    stream, url = str(dataset[1]["stream"]), pg_url()
+    slow = tmp_path / "slow.py"
+    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4, workers=4))
+    proc = subprocess.Popen([sys.executable, str(slow), stream, url], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline, done = time.time() + 300, 0
+    while time.time() < deadline and done < 6 and proc.poll() is None:
+        time.sleep(0.3)
+        done = applied_anywhere(url)
+    kill_tree(proc)
+    done = applied_anywhere(url)
+    assert 6 <= done < 32, proc.stderr.read().decode()[-2000:]
+
+    from pipelines.ingest_memories import run_ingest
+
+    summary = run_ingest(clean_bank[2], stream, url, workers=4)
+    assert summary["skipped"] == done and summary["applied"] == 32 - done and summary["failed_teams"] == 0
+    assert bank_rows(url) == bank_rows(clean_bank[0])
 
 WRITER = """
 import sys, time

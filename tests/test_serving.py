@@ -334,3 +334,65 @@ def test_killed_embedder_and_ingress_replicas_are_replaced(client, lab_bank):
     assert r.json()["hits"][0]["memory"]["maintained"].startswith("Samples are stored")
     for deployment, name in killed.items():
         assert [n for n, _ in _replica_actors(deployment)] != [name]
+
+
+def test_two_ingress_replicas_write_one_team_on_a_postgres_bank(served, pg_url):
+    """``serving.banks_url`` on PostgreSQL and ``serving.deployments.ingress.replicas: 2`` in a real Serve app:
+    writes for one team sent at once all land, through both replicas, with one unbroken decision log."""
+    import psycopg
+    from ray import serve
+
+    from serving.application import compose
+    from serving.settings import load_profile
+
+    base, state = served
+    url, name = pg_url(), "memgraft-pg"
+    settings, serving = load_profile("local", [
+        f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_url={url}", f"serving.traces_dir={state / 'pg'}",
+        "serving.deployments.ingress.replicas=2", "hicomer.updater_policy=rules",
+        # beside the module's app on a 2-CPU Ray: this one's replicas must fit in what is left
+        "serving.deployments.ingress.num_cpus=0.1", "serving.deployments.llm.num_cpus=0",
+        "serving.deployments.embedder.num_cpus=0", "serving.deployments.reranker.num_cpus=0"],
+        tokens_file=str(state / "tokens.json"))
+    serve.run(compose(settings, serving, llm_factory=scripted_llm), name=name, route_prefix="/pg")
+    try:
+        replicas = [a for a in serve.status().applications[name].deployments["ingress"].replica_states.items()]
+        assert dict(replicas).get("RUNNING") == 2, replicas
+        results: dict[int, httpx.Response | Exception] = {}
+
+        def post(i: int) -> None:
+            body = group("lab", f"pg{i}", 10,  # one time for all: the order the replicas commit in is free
+                         ("team", f"The deploy window moves to slot {i}."),
+                         ("individual", f"Note {i}: I deployed in the old window."))
+            try:
+                with httpx.Client(base_url=base, timeout=120) as c:
+                    results[i] = c.post("/pg/v1/teams/lab/groups", json=body, headers=LAB)
+            except httpx.HTTPError as err:
+                results[i] = err
+
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=180)
+        assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in results.values()), results
+        assert len(results) == 8
+        with psycopg.connect(url) as conn:  # each replica holds its own connection to the bank
+            others = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                  "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]
+        assert others >= 2, others
+        with httpx.Client(base_url=base, timeout=120) as c:
+            hits = c.post("/pg/v1/teams/lab/search", json={"query": "When is the deploy window?", "k": 10},
+                          headers=LAB)
+        assert hits.status_code == 200, hits.text
+        from memgraft.collab.bank import open_bank
+
+        with open_bank(url) as bank:
+            assert bank.stats("lab")["groups"] == 8
+            log: dict[str, list] = {}
+            for d in bank.decisions("lab"):
+                log.setdefault(d.memory_id, []).append(d)
+            assert all(a.after == b.before and a.valid_after == b.valid_before
+                       for ds in log.values() for a, b in zip(ds, ds[1:]))
+    finally:
+        serve.delete(name)
