@@ -7,6 +7,7 @@ folder through ``hicomer.updater_model``; the validity scorer's run, resumed.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -242,3 +243,21 @@ def test_pair_encoder_trains_in_ray_train_in_rounds_and_resumes(ray_local, tiny,
     assert lora_b and all(bool(v.abs().sum() > 0) for v in lora_b)
     p = model.probabilities(["the owner of A is B"], ["the owner of A is C"])
     assert p.shape == (1, 3) and abs(float(p.sum()) - 1.0) < 1e-5
+
+
+def test_a_local_ray_starts_without_ray_trains_preemption_watcher(monkeypatch):
+    """On a local Ray the watcher only logs an ERROR line (issue 13); a cluster keeps Ray's own setting."""
+    import ray
+
+    from training.common import init_ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # the env is what is checked, not a start
+    for address, ray_address, off in ((None, None, True), ("local", None, True), ("ray://head:10001", None, False),
+                                      (None, "ray://head:10001", False)):
+        monkeypatch.delenv("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", raising=False)
+        if ray_address:
+            monkeypatch.setenv("RAY_ADDRESS", ray_address)
+        else:
+            monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        init_ray(address)
+        assert (os.environ.get("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER") == "0") is off, (address, ray_address)

@@ -52,6 +52,11 @@ def init_ray(address: str | None = None) -> None:
     # Ray Train's print patch (propagated to the workers) breaks dill's stdout capture, which
     # `datasets` uses to fingerprint TRL's map functions: each map would print a disassembly.
     os.environ.setdefault("RAY_TRAIN_ENABLE_PRINT_PATCH", "0")
+    if address in (None, "local") and not os.environ.get("RAY_ADDRESS"):
+        # A local Ray is one node, which no spot reclaim preempts alone; Ray Train's preemption watcher
+        # there only logs an ERROR line about its own constructor arguments (ray-project/ray#53727). The
+        # local raylet inherits this process's environment; a cluster keeps its own setting.
+        os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=True, configure_logging=False)
 
