@@ -22,7 +22,7 @@ Why it looks like this:
 - A bank location that is a path opens SQLite (embedded, one writer at a time per
   file); a ``postgresql://`` URL opens PostgreSQL with pgvector (``postgres``: many
   writers, teams kept apart by row-level security, the dense top-N in the database:
-  exact up to a team's 20,000 memories, from an HNSW index built once a team passes
+  exact up to a team's 100,000 memories, from an HNSW index built once a team passes
   that). Both run the same SQL and the same ranking; ``open_bank`` picks.
 
 The package, by idea: ``schema`` (tables, triggers, row codecs), ``backend`` (the
