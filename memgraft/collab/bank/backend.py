@@ -69,7 +69,8 @@ class Backend:
         (no-op on SQLite, whose write transaction already holds the whole file)."""
 
     def bind_dim(self, dim: int) -> None:
-        """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped)."""
+        """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped); called
+        under ``lock_schema``."""
 
     def after_group(self, team: str) -> None:
         """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""

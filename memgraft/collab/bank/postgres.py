@@ -37,8 +37,9 @@ from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
 SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
 # A team up to this size is ranked exactly; a larger one through the HNSW index. Measured (2 cores, pgvector
-# 0.6.2, 100k 384-dim unit vectors): an exact top-10 scan 32 ms p50, HNSW at ef_search 400 27 ms at recall 0.395
-# (random vectors, HNSW's worst case): below this size the index buys no time and costs exactness.
+# 0.6.2, bench/collab_search.py, one 100k team of random 384-dim vectors, HNSW's worst case): the exact top-10
+# 72 ms p50 at recall 1.000, the index 40 ms at recall 0.342, and keeping the index up made the build 21x
+# slower (750 s against 36 s): below this size the index buys little time and costs exactness.
 EXACT_MAX_ROWS = 100_000
 # Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default is 40). On 25k random 384-dim unit
 # vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.49 at 200, 0.77 at 400 (15 ms), 0.93 at 1000 (37 ms).
@@ -135,7 +136,7 @@ class PostgresBackend(Backend):
             return
         try:
             with self._conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+                self.lock_schema()
                 self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except self._psycopg.Error as err:
             raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
@@ -146,7 +147,7 @@ class PostgresBackend(Backend):
         if self._has_schema():
             return
         with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+            self.lock_schema()
             if not self._has_schema():
                 self._conn.execute(SCHEMA)
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
@@ -164,9 +165,8 @@ class PostgresBackend(Backend):
         self.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_SPACE, SCHEMA_LOCK))
 
     def bind_dim(self, dim: int) -> None:
-        """Type the vector column (the HNSW index needs a dimension); in the caller's tx. No index yet: see
-        ``after_group``."""
-        self.lock_schema()
+        """Type the vector column (the HNSW index needs a dimension); in the caller's tx, which holds the
+        schema lock (``MemoryBank._bind_embedder``). No index yet: see ``after_group``."""
         self.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
 
     def after_group(self, team: str) -> None:
@@ -185,7 +185,7 @@ class PostgresBackend(Backend):
         if row is None or row[0] <= EXACT_MAX_ROWS:
             return
         with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+            self.lock_schema()
             if not self._has_index():
                 self._conn.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
         self._indexed = True
