@@ -90,6 +90,18 @@ def bank(location):
     b.close()
 
 
+def chained_logs(bank, team: str) -> int:
+    """Assert every memory's decisions chain (each starts from the text and validity the previous one left: no
+    write lost to a concurrent one); how many memories have decisions."""
+    logs: dict[str, list] = {}
+    for d in bank.decisions(team):
+        logs.setdefault(d.memory_id, []).append(d)
+    broken = [(a.decision_id, b.decision_id) for log in logs.values() for a, b in zip(log, log[1:])
+              if (a.after, a.valid_after) != (b.before, b.valid_before)]
+    assert not broken, broken
+    return len(logs)
+
+
 def raw_connection(bank: MemoryBank, team: str | None = None):
     """A plain DB-API connection to the bank's database (autocommit), seeing ``team``'s rows, and its error type."""
     if bank.backend == "sqlite":

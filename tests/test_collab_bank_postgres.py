@@ -125,6 +125,27 @@ def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypat
                           for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1)))
 
 
+def at_once(*calls):
+    """Each call in its own thread, all released together; their results in order, or the first error raised
+    here (a thread's exception would only be printed)."""
+    start, results, errors = threading.Barrier(len(calls)), [None] * len(calls), []
+
+    def run(i, call):
+        try:
+            start.wait()
+            results[i] = call()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], errors
+    return results
+
+
 def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monkeypatch):
     """Two processes' teams pass ``EXACT_MAX_ROWS`` in the same instant: both groups commit, one index is built."""
     from memgraft.collab.bank import postgres
@@ -132,21 +153,9 @@ def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monk
     monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 5)
     url = pg_url()
     banks = [MemoryBank(url, HashEmbedder()) for _ in range(2)]
-    start, errors = threading.Barrier(2), []
-
-    def write(bank, team):
-        try:
-            start.wait()
-            bank.apply_group(group(team, "g0", 0, *[(f"{team}{j}", "team", f"{team} fact {j}") for j in range(8)]))
-        except BaseException as err:  # reported below: a thread's exception would only be printed
-            errors.append(err)
-
-    threads = [threading.Thread(target=write, args=(b, t)) for b, t in zip(banks, ("ops", "lab"))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    at_once(*(lambda b=b, t=t: b.apply_group(group(t, "g0", 0, *[(f"{t}{j}", "team", f"{t} fact {j}")
+                                                                  for j in range(8)]))
+              for b, t in zip(banks, ("ops", "lab"))))
     conn, _ = raw_connection(banks[0])
     with conn:
         assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories' AND indexdef LIKE "
@@ -159,22 +168,8 @@ def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monk
 def test_writers_opening_a_new_bank_at_once_bind_its_embedder_once(pg_url):
     """Several processes open one new bank with an embedder in the same instant: each opens it, none fails on
     the embedder's row, and the bank records that embedder once (CI once raced here to a UniqueViolation)."""
-    url, n = pg_url(), 6
-    start, errors, banks = threading.Barrier(n), [], []
-
-    def open_one():
-        try:
-            start.wait()
-            banks.append(MemoryBank(url, HashEmbedder()))
-        except BaseException as err:  # reported below: a thread's exception would only be printed
-            errors.append(err)
-
-    threads = [threading.Thread(target=open_one) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    url = pg_url()
+    banks = at_once(*[lambda: MemoryBank(url, HashEmbedder())] * 6)
     assert {(b.embedder_name, b.dim) for b in banks} == {(HashEmbedder().name, HashEmbedder().dim)}
     conn, _ = raw_connection(banks[0])
     with conn:

@@ -255,19 +255,26 @@ def applied_groups(path) -> int:
         return 0
 
 
+def kill_mid_run(tmp_path, stream: str, location: str, workers: int, applied) -> int:
+    """Run the slow pipeline into ``location`` in its own process and SIGKILL it whole (the driver, its Ray and
+    the workers, mid-group: as if the machine died) once ``applied(location)`` counts 6 groups; the count after."""
+    slow = tmp_path / "slow.py"
+    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4, workers=workers))
+    proc = subprocess.Popen([sys.executable, str(slow), stream, location], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and applied(location) < 6 and proc.poll() is None:
+        time.sleep(0.2)
+    kill_tree(proc)
+    done = applied(location)
+    assert 6 <= done < 32, proc.stderr.read().decode()[-2000:]
+    return done
+
+
 @pytest.mark.slow
 def test_killed_pipeline_resumes_without_duplicates(clean_bank, dataset, tmp_path):
     stream, bank = str(dataset[1]["stream"]), tmp_path / "bank.sqlite"
-    slow = tmp_path / "slow.py"
-    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4, workers=2))
-    proc = subprocess.Popen([sys.executable, str(slow), stream, str(bank)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and applied_groups(bank) < 6 and proc.poll() is None:
-        time.sleep(0.2)
-    kill_tree(proc)  # the driver, its Ray and the workers, mid-group: as if the machine died
-    done = applied_groups(bank)
-    assert 6 <= done < 32, proc.stderr.read().decode()[-2000:]
+    done = kill_mid_run(tmp_path, stream, str(bank), 2, applied_groups)
 
     # a new driver on a new cluster (the test's own) resumes
     from pipelines.ingest_memories import run_ingest
@@ -294,23 +301,14 @@ def test_killed_pipeline_with_four_workers_on_postgres_resumes_to_the_clean_bank
     """``ingest_memories.py --workers 4`` on one PostgreSQL bank, killed whole (driver, Ray, workers) mid-run;
     a new run resumes, and the bank equals the clean SQLite run's, decision for decision."""
     stream, url = str(dataset[1]["stream"]), pg_url()
-    slow = tmp_path / "slow.py"
-    slow.write_text(RUNNER.format(repo=str(REPO), delay=0.4, workers=4))
-    proc = subprocess.Popen([sys.executable, str(slow), stream, url], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    deadline, done = time.time() + 300, 0
-    while time.time() < deadline and done < 6 and proc.poll() is None:
-        time.sleep(0.3)
-        done = applied_anywhere(url)
-    kill_tree(proc)
-    done = applied_anywhere(url)
-    assert 6 <= done < 32, proc.stderr.read().decode()[-2000:]
+    done = kill_mid_run(tmp_path, stream, url, 4, applied_anywhere)
 
     from pipelines.ingest_memories import run_ingest
 
     summary = run_ingest(clean_bank[2], stream, url, workers=4)
     assert summary["skipped"] == done and summary["applied"] == 32 - done and summary["failed_teams"] == 0
     assert bank_rows(url) == bank_rows(clean_bank[0])
+
 
 WRITER = """
 import sys, time
