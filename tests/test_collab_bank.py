@@ -247,11 +247,54 @@ def test_as_of_views_follow_the_decisions(bank):
     assert live == later
 
 
+def as_of_hits(bank: MemoryBank, when: datetime) -> list:
+    q = HashEmbedder().encode(["weekly meeting room booked"])[0]  # a vector: the query is not embedded
+    return [(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search("ops", q, 5, as_of=when)]
+
+
+def test_an_as_of_search_reads_the_original_vectors_and_embeds_only_a_twice_revised_text(location):
+    with MemoryBank(location, HashEmbedder()) as bank:
+        stream(bank)
+    emb = HashEmbedder()
+    with MemoryBank(location, emb) as bank:  # a new process: nothing cached
+        first = as_of_hits(bank, G1.time + timedelta(hours=1))
+        # m1 then held its original text (revised twice since), i1 its text of today (outdated since, kept)
+        assert {h[0]: h[1] for h in first} == {"m1": G1.memories[0].content, "i1": G1.memories[1].content}
+        assert emb.calls == []
+        as_of_hits(bank, G2.time)  # m1 then held the text of its first revision: neither stored vector
+        assert emb.calls == [["The weekly meeting is at 10am in room B"]]
+
+
+def test_a_schema_1_bank_is_upgraded_when_opened(location):
+    with MemoryBank(location, HashEmbedder()) as bank:
+        stream(bank)
+        before = [as_of_hits(bank, t) for t in (G1.time, G2.time, G3.time)]
+        conn, _ = raw_connection(bank)
+    conn.execute("ALTER TABLE memories DROP COLUMN original_embedding")  # as schema 1 made it
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    conn.close()
+    emb = HashEmbedder()
+    with MemoryBank(location, emb) as bank:
+        conn, _ = raw_connection(bank, "ops")
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        filled = conn.execute("SELECT memory_id FROM memories WHERE original_embedding IS NOT NULL "
+                              "ORDER BY memory_id").fetchall()
+        conn.close()
+        assert [r[0] for r in filled] == ["i1", "i2", "m2", "m3"]  # m1's stored vector is of a revised text
+        assert [as_of_hits(bank, t) for t in (G1.time, G2.time, G3.time)] == before
+        assert G1.memories[0].content in {t for call in emb.calls for t in call}  # m1's original: embedded again
+
+
 def test_rebuild_at_every_group_time_equals_the_live_state_then(location):
     rng = random.Random(7)
     bank = MemoryBank(location, HashEmbedder())
     seen: dict[str, list[datetime]] = {"a": [], "b": []}
-    live_then = {}
+    live_then, searched_then = {}, {}
+    queries = [f"topic {i}" for i in range(5)] + ["note 3 1"]
+
+    def search(team, q, **kw):  # ids, texts, validity and scores: the as-of search must equal the live one then
+        return [(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search(team, q, 6, **kw)]
+
     for step in range(20):
         team = rng.choice("ab")
         g = group(team, f"{team}{step}", step, *[(f"{team}{step}-{j}", rng.choice(["team", "individual"]),
@@ -263,11 +306,15 @@ def test_rebuild_at_every_group_time_equals_the_live_state_then(location):
                     tx.decide(m.memory_id, level="inter", relation="contradiction", action="revise",
                               decided_by="test", after=m.maintained + f" (superseded at {step})",
                               valid_after=rng.random() < 0.5)
+                elif rng.random() < 0.5:  # a kept memory: changed since, same text (today's vector holds)
+                    tx.decide(m.memory_id, level="inter", relation="compatible", action="keep", decided_by="test")
         seen[team].append(g.time)
         live_then[g.time] = bank.memories(team)
+        searched_then[g.time] = [search(team, q) for q in queries]
     for team, times in seen.items():
         for t in times:
             assert bank.memories(team, as_of=t) == live_then[t]
+            assert [search(team, q, as_of=t) for q in queries] == searched_then[t]
         assert bank.memories(team, as_of=times[-1]) == bank.memories(team)
     bank.close()
 

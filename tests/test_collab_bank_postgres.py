@@ -176,3 +176,30 @@ def test_writers_opening_a_new_bank_at_once_bind_its_embedder_once(pg_url):
         assert conn.execute("SELECT count(*) FROM meta WHERE key IN ('embedder', 'dim')").fetchone()[0] == 2
     for b in banks:
         b.close()
+
+
+def test_the_scanned_vector_stays_in_the_row_and_the_originals_go_to_toast(pg_url):
+    """Every exact scan reads ``embedding``; rows of 384-dim vectors are wide enough (two of them ~3.2 kB) that
+    PostgreSQL would move one out of line, and a scan that detoasts per row was 4.7x slower at 100k. The storage
+    is set when the dimension is (``bind_dim``: a type change resets it), and again on a schema-1 upgrade."""
+    url = pg_url()
+    with MemoryBank(url, HashEmbedder(dim=384)) as bank:
+        bank.apply_group(G1)
+        conn, _ = raw_connection(bank, "ops")
+
+    def storage():
+        return dict(conn.execute("SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass "
+                                 "AND attname IN ('embedding', 'original_embedding')").fetchall())
+
+    def toasted():  # bytes in the table's TOAST relation
+        return conn.execute("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE relname = 'memories'"
+                            ).fetchone()[0]
+
+    assert storage() == {"embedding": "m", "original_embedding": "e"}
+    assert toasted() > 0  # the originals: two 1.5 kB vectors do not fit one row
+    conn.execute("ALTER TABLE memories DROP COLUMN original_embedding")
+    conn.execute("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE EXTERNAL")
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    MemoryBank(url, HashEmbedder(dim=384)).close()
+    assert storage() == {"embedding": "m", "original_embedding": "e"}
+    conn.close()

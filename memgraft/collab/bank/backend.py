@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import create_schema, to_blob
+from memgraft.collab.bank.schema import create_schema, id_chunks, to_blob
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.index import TeamIndex
@@ -41,6 +41,13 @@ class Backend:
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         raise NotImplementedError
+
+    def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``column`` among ``ids``, as (SQL condition, named parameters), in as few statements as the
+        dialect allows: here IN lists of ``IN_CHUNK`` (SQLite's cap on parameters)."""
+        for part in id_chunks(list(ids)):
+            yield (f"{column} IN ({','.join(f':i{i}' for i in range(len(part)))})",
+                   {f"i{i}": x for i, x in enumerate(part)})
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
@@ -67,6 +74,10 @@ class Backend:
     def lock_schema(self) -> None:
         """In the caller's tx: wait for any other process changing the bank's schema or binding its embedder
         (no-op on SQLite, whose write transaction already holds the whole file)."""
+
+    def vector_type(self, dim: int | None) -> str:
+        """The SQL type of a vector column (for an added column: ``MemoryBank``'s upgrade)."""
+        return "BLOB"
 
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped); called

@@ -19,8 +19,8 @@ from memgraft.collab.types import Memory, MemoryType
 if TYPE_CHECKING:
     from memgraft.collab.bank.backend import Backend
 
-# memory_id -> (vector, valid, is_team): rows that replace or add to the committed matrix for one search
-Overlay = dict[str, tuple[np.ndarray, bool, bool]]
+# memory_id -> (vector, valid, is_team, time µs): rows that replace or add to the committed matrix for one search
+Overlay = dict[str, tuple[np.ndarray, bool, bool, int]]
 
 
 class TeamIndex:
@@ -112,21 +112,28 @@ def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: 
             if row is not None:
                 drop[row] = True
         base[drop] = -np.inf
-    extra = [(m, v) for m, (v, valid, is_team) in overlay.items()
+    extra = [(m, v, t) for m, (v, valid, is_team, t) in overlay.items()
              if (valid or not valid_only) and (want_team is None or is_team == want_team)]
-    scores = np.concatenate([base, np.stack([v for _, v in extra]) @ q]) if extra else base
+    scores = np.concatenate([base, np.stack([v for _, v, _ in extra]) @ q]) if extra else base
     n_live = int(np.isfinite(scores).sum())
     k = min(k, n_live)
     if k <= 0:
         return []
-    if len(scores) > k:  # the k-th best score, and every row reaching it: ties at the cut break by position too
+    if len(scores) > k:  # the k-th best score, and every row reaching it: ties at the cut are broken below too
         top = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
     else:
         top = np.arange(len(scores))
-    top = top[np.lexsort((top, -scores[top]))][:k]  # by score, ties by position (write order): deterministic
     nb = len(base)
+
+    def order(i: int) -> tuple[float, int, str]:
+        """By score, ties by write time, then id: not by position, which an overlay row does not keep,
+        so a search as of a past time orders ties as the live search did then, on either backend."""
+        if i < nb:
+            return -float(scores[i]), int(idx.time_us[i]), idx.ids[i]  # type: ignore[union-attr]
+        return -float(scores[i]), extra[i - nb][2], extra[i - nb][0]
+
     return [(idx.ids[i], float(scores[i]), idx.vecs[i]) if i < nb else  # type: ignore[union-attr]
-            (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in top]
+            (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in sorted(top.tolist(), key=order)[:k]]
 
 
 def want_team_of(types: Sequence[MemoryType] | None) -> bool | None:

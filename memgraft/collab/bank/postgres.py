@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -167,7 +167,17 @@ class PostgresBackend(Backend):
     def bind_dim(self, dim: int) -> None:
         """Type the vector column (the HNSW index needs a dimension); in the caller's tx, which holds the
         schema lock (``MemoryBank._bind_embedder``). No index yet: see ``after_group``."""
-        self.execute(f"ALTER TABLE memories ALTER COLUMN embedding TYPE vector({int(dim)})")
+        for column in ("embedding", "original_embedding"):
+            self.execute(f"ALTER TABLE memories ALTER COLUMN {column} TYPE vector({int(dim)})")
+        # After the type (a new type resets a column's storage). The maintained text's vector stays in the row,
+        # every exact scan reads it; the original's, read only by as-of searches, goes to the TOAST table. Left
+        # to the defaults, two 384-dim vectors made rows too wide (~3.2 kB, past the 2 kB TOAST threshold), the
+        # scanned vector was moved out, and a 100k exact top-10 took 336 ms instead of 72 (a detoast per row).
+        self.execute("ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN, "
+                     "ALTER COLUMN original_embedding SET STORAGE EXTERNAL")
+
+    def vector_type(self, dim: int | None) -> str:
+        return "vector" if dim is None else f"vector({int(dim)})"
 
     def after_group(self, team: str) -> None:
         """Build the HNSW index once ``team`` passes ``EXACT_MAX_ROWS``; before, every team is ranked exactly.
@@ -198,7 +208,14 @@ class PostgresBackend(Backend):
 
     # -- statements --------------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        return self._conn.execute(to_psycopg(sql), params)  # () still converts: a doubled "%" is one again
+        # () still converts: a doubled "%" is one again. Binary results: a vector then loads with one
+        # frombuffer, not by parsing its text (reading 20,000 384-dim vectors: 0.25 s against 1.35 s)
+        return self._conn.execute(to_psycopg(sql), params, binary=True)
+
+    def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """One array parameter, however many ids: as-of search at 100k read ~20,000 ids, and
+        40 statements of 500 placeholders each took most of its time."""
+        yield f"{column} = ANY(:ids)", {"ids": list(ids)}
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._conn.cursor() as cur:

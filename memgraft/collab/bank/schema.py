@@ -15,7 +15,7 @@ import numpy as np
 
 from memgraft.collab.types import Action, Decision, Memory, Relation, as_utc
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: memories.original_embedding (a bank of 1 is upgraded when opened, ``MemoryBank``)
 IN_CHUNK = 500  # ids per SQL IN (...) list
 
 # The tables of both backends; the dialect fills in the few column types that differ
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS memories ({rowid}
     relation TEXT CHECK (relation IN ('compatible', 'neutral', 'contradiction')),
     action TEXT CHECK (action IN ('keep', 'revise')),
     valid INTEGER NOT NULL CHECK (valid IN (0, 1)), maintained_at TEXT NOT NULL,
-    embedding {vector},
+    embedding {vector},  -- of the maintained text
+    original_embedding {vector},  -- of the original text: an as-of search reads it instead of embedding again
     PRIMARY KEY (team, memory_id),
     FOREIGN KEY (team, group_id) REFERENCES groups(team, group_id));
 CREATE INDEX IF NOT EXISTS memories_by_time ON memories(team, time);
@@ -70,7 +71,7 @@ LIVE_COLUMNS = ("memory_id, team, group_id, type, author, original, maintained, 
                 "relation, action, valid, maintained_at")
 AS_OF_SQL = """
 SELECT m.memory_id, m.team, m.group_id, m.type, m.author, m.original, COALESCE(d.after, m.original),
-       m.time, d.relation, d.action, COALESCE(d.valid_after, 1), COALESCE(d.decided_at, m.time), m.rowid
+       m.time, d.relation, d.action, COALESCE(d.valid_after, 1), COALESCE(d.decided_at, m.time), m.rowid{extra}
 FROM memories m LEFT JOIN decisions d ON d.seq = (
     SELECT d2.seq FROM decisions d2
     WHERE d2.team = m.team AND d2.memory_id = m.memory_id AND d2.decided_at <= :as_of

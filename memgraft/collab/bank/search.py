@@ -1,9 +1,9 @@
 """Dense search over one team: live (with an open transaction's writes overlaid) or as of a past time.
 
-Why as-of search works without a vector per decision: rows untouched since
-``as_of`` reuse today's stored vector, and only the few whose as-of text differs
-from today's are embedded again (through the cache), so the bank stays one vector
-per memory. ``MemoryBank`` supplies ``memories`` (the reads) this relies on.
+Why as-of search works without a vector per decision: rows whose text then is
+today's reuse today's stored vector, rows whose text then was their original use
+the stored original's, and only a text revised twice is embedded again (through the
+cache). ``MemoryBank`` supplies ``memories`` and ``changed_since`` (the reads).
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ class BankSearch(BankVectors):
 
     def memories(self, team: str, as_of: datetime | None = None, types: Sequence[MemoryType] | None = None,
                  ids: Sequence[str] | None = None) -> list[Memory]:
+        raise NotImplementedError  # MemoryBank reads them
+
+    def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
         raise NotImplementedError  # MemoryBank reads them
 
     def embeddings(self, team: str, memory_ids: Sequence[str]) -> np.ndarray:
@@ -69,12 +72,12 @@ class BankSearch(BankVectors):
             kept = {m: p for m, p in pending.items() if m not in new_ids}
             unchanged = self._stored(team, [m for m, (vec, *_) in kept.items() if vec is None])
             overlay: Overlay = {}
-            for memory_id, (vec, valid, is_team, _) in kept.items():
+            for memory_id, (vec, valid, is_team, t_us) in kept.items():
                 if vec is None:  # unchanged text: the committed vector still holds
                     if memory_id not in unchanged:
                         raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
                     vec = unchanged[memory_id][0]
-                overlay[memory_id] = (vec, valid, is_team)
+                overlay[memory_id] = (vec, valid, is_team, t_us)
             # every pending row is left out of the committed rows: the overlay has it, or earlier_only drops it
             idx = self._ranked_rows(team, q, k, valid_only, types, None, list(pending))
             hits = rank(idx, q, k, valid_only, types, None, overlay)
@@ -85,18 +88,21 @@ class BankSearch(BankVectors):
                       types: Sequence[MemoryType] | None) -> list[tuple[Memory, float]]:
         when, until_us = iso(as_of), to_us(as_of)
         self._db.use_team(team)
-        changed = [r[0] for r in self._db.execute(
-            "SELECT DISTINCT memory_id FROM decisions WHERE team = ? AND decided_at > ?", (team, when))]
-        stored = self._stored(team, changed)
-        changed = [m for m in changed if stored[m][1] <= until_us]
-        past = self.memories(team, as_of=as_of, ids=changed) if changed else []
-        now = {m.memory_id: m.maintained for m in self.memories(team, ids=changed)} if changed else {}
-        fresh = [m.maintained for m in past if m.maintained != now[m.memory_id]]
+        then_now = self.changed_since(team, as_of)
+        past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
+        now = {m.memory_id: text for m, text, _ in then_now}
+        # the updater revises a memory once, so the text then is nearly always the original, whose vector is stored
+        originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None}
+        fresh = [m.maintained for m in past if m.maintained != now[m.memory_id] and m.memory_id not in originals]
         fresh_vecs = dict(zip(fresh, self._embed_cached(fresh))) if fresh else {}
+        # today's vectors where the text then is today's (kept memories)
+        stored = self._stored(team, [m.memory_id for m in past if m.maintained == now[m.memory_id]])
         overlay: Overlay = {}
-        for m in past:  # text as of then: today's vector if unchanged since, else embedded afresh
-            vec = fresh_vecs[m.maintained] if m.maintained in fresh_vecs else stored[m.memory_id][0]
-            overlay[m.memory_id] = (vec, m.valid, m.type == "team")
+        for m in past:  # text as of then: today's vector if unchanged since, the original's, else embedded afresh
+            vec = originals.get(m.memory_id)
+            if vec is None:
+                vec = stored[m.memory_id][0] if m.maintained == now[m.memory_id] else fresh_vecs[m.maintained]
+            overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
         idx = self._ranked_rows(team, q, k, valid_only, types, when, changed)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)
         found = {m.memory_id: m for m in self.memories(team, as_of=as_of, ids=[h[0] for h in hits])}

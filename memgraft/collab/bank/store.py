@@ -21,7 +21,7 @@ import numpy as np
 from memgraft.collab.bank.backend import Backend, connect
 from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup
 from memgraft.collab.bank.index import TeamIndex, want_team_of
-from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, id_chunks, iso,
+from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, iso,
                                          parse_time, row_to_decision, row_to_memory)
 from memgraft.collab.bank.search import BankSearch
 from memgraft.collab.bank.transaction import GroupTransaction
@@ -88,6 +88,8 @@ class MemoryBank(BankSearch):
     def _bind_embedder(self) -> tuple[str | None, int | None]:
         """Record the embedder on first use; refuse a different one later (its vectors would not compare)."""
         meta = self._meta()
+        if meta.get("schema_version") == "1":
+            meta = self._upgrade_from_1()
         if meta.get("schema_version") != SCHEMA_VERSION:
             raise BankError(f"{self.where}: bank schema {meta.get('schema_version')}, this code reads {SCHEMA_VERSION}")
         if self.embedder is None:
@@ -110,6 +112,23 @@ class MemoryBank(BankSearch):
                 f"or rebuild the bank from its stream.")
         return name, dim
 
+    def _upgrade_from_1(self) -> dict[str, str]:
+        """Schema 1 had no ``original_embedding``: add it, filled where the stored vector is the original's
+        (the text was never revised); the other rows' as-of texts are embedded when searched, as before."""
+        with self.transaction() as db:
+            db.lock_schema()
+            meta = self._meta()  # another process may have upgraded it meanwhile
+            if meta.get("schema_version") == "1":
+                dim = int(meta["dim"]) if "dim" in meta else None
+                db.execute(f"ALTER TABLE memories ADD COLUMN original_embedding {db.vector_type(dim)}")
+                if dim is not None:
+                    db.bind_dim(dim)  # PostgreSQL: where each vector is stored, before the rows are rewritten
+                for team in self.teams():  # row-level security on PostgreSQL: one team at a time
+                    self._team_db(team).execute("UPDATE memories SET original_embedding = embedding "
+                                                "WHERE team = ? AND maintained = original", (team,))
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+        return self._meta()
+
     def _meta(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
@@ -117,13 +136,16 @@ class MemoryBank(BankSearch):
         """Embed rows written while the bank had no embedder (first open with one), team by team."""
         for team in self.teams():
             db = self._team_db(team)
-            rows = db.execute("SELECT memory_id, maintained FROM memories WHERE team = ? AND embedding IS NULL",
-                              (team,)).fetchall()
+            rows = db.execute("SELECT memory_id, maintained, original FROM memories WHERE team = ? "
+                              "AND embedding IS NULL", (team,)).fetchall()
             if rows:
-                vecs = self._embed([r[1] for r in rows])
+                texts = list(dict.fromkeys([r[1] for r in rows] + [r[2] for r in rows]))
+                vecs = self._embed(texts)
                 assert vecs is not None
-                db.executemany("UPDATE memories SET embedding = ? WHERE team = ? AND memory_id = ?",
-                               [(db.encode_vec(v), team, r[0]) for v, r in zip(vecs, rows)])
+                vec = dict(zip(texts, vecs))
+                db.executemany("UPDATE memories SET embedding = ?, original_embedding = ? "
+                               "WHERE team = ? AND memory_id = ?",
+                               [(db.encode_vec(vec[r[1]]), db.encode_vec(vec[r[2]]), team, r[0]) for r in rows])
 
     # -- transactions ----------------------------------------------------------
     @contextmanager
@@ -200,7 +222,7 @@ class MemoryBank(BankSearch):
                  ids: Sequence[str] | None = None) -> list[Memory]:
         """The team's memories in write order: live, or rebuilt from the decision log as of a time."""
         sql, args = (f"SELECT {LIVE_COLUMNS}, rowid FROM memories m WHERE team = :team", {"team": team}) \
-            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else f"{self._db.time_no_index}m.time"),
+            if as_of is None else (AS_OF_SQL.format(time="m.time" if ids is None else f"{self._db.time_no_index}m.time", extra=""),
                                    {"team": team, "as_of": iso(as_of)})
         if want_team_of(types) is not None:
             sql += " AND m.type IN (" + ",".join(f":t{i}" for i in range(len(types))) + ")"
@@ -211,12 +233,30 @@ class MemoryBank(BankSearch):
                 rows = db.execute(sql + " ORDER BY m.time, m.rowid", args).fetchall()
             else:  # by primary key, sorted here: an SQL ORDER BY would make SQLite walk the time index
                 rows = []
-                for part in id_chunks(list(ids)):
-                    marks = ",".join(f":i{i}" for i in range(len(part)))
-                    rows += db.execute(sql + f" AND m.memory_id IN ({marks})",
-                                               {**args, **{f"i{i}": x for i, x in enumerate(part)}}).fetchall()
+                for cond, id_args in db.id_filters("m.memory_id", list(ids)):
+                    rows += db.execute(sql + f" AND {cond}", {**args, **id_args}).fetchall()
                 rows.sort(key=lambda r: (r[7], r[12]))
         return [row_to_memory(r) for r in rows]
+
+    def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
+        """Each memory written by ``as_of`` and decided on after it: as it stood then, its text today, and the
+        stored vector of its original text where that is the text then and today's differs (else None).
+
+        One statement, the ids never leave the database: at 100k memories this set is
+        ~19,000 rows, and passing them back in as parameters took most of an as-of search.
+        """
+        sql = AS_OF_SQL.format(time=f"{self._db.time_no_index}m.time",
+                               extra=", m.maintained, m.original_embedding") + \
+            " AND m.memory_id IN (SELECT memory_id FROM decisions WHERE team = :team AND decided_at > :as_of)"
+        with self._lock:
+            rows = self._team_db(team).execute(sql, {"team": team, "as_of": iso(as_of)}).fetchall()
+        rows.sort(key=lambda r: (r[7], r[12]))
+        then = [row_to_memory(r) for r in rows]
+        wanted = [i for i, (m, r) in enumerate(zip(then, rows))
+                  if r[14] is not None and m.maintained == m.original != r[13]]
+        vecs = self._db.decode_vecs([rows[i][14] for i in wanted], self.dim) if wanted and self.dim else []
+        original: dict[int, np.ndarray] = dict(zip(wanted, vecs))
+        return [(m, r[13], original.get(i)) for i, (m, r) in enumerate(zip(then, rows))]
 
     def decisions(self, team: str, memory_id: str | None = None) -> list[Decision]:
         """The append-only log, in the order decisions were applied."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError, StaleDecision
-from memgraft.collab.bank.schema import DECISION_COLUMNS, id_chunks, iso, to_us
+from memgraft.collab.bank.schema import DECISION_COLUMNS, iso, to_us
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
 from memgraft.ids import content_hash
 
@@ -52,18 +52,19 @@ class GroupTransaction:
         self._added = True
         g, conn = self.group, self.bank._team_db(self.team)
         ids = [m.memory_id for m in g.memories]
-        for part in id_chunks(ids):
-            clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = ? AND memory_id IN "
-                                 f"({','.join('?' * len(part))})", (g.team, *part)).fetchall()
+        for cond, args in conn.id_filters("memory_id", ids):
+            clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = :team AND {cond}",
+                                 {"team": g.team, **args}).fetchall()
             if clash:
                 raise BankError(f"team {g.team!r} already holds memories {sorted(r[0] for r in clash)}")
         vecs = self.bank._embed([m.content for m in g.memories])
         t, t_us = iso(g.time), to_us(g.time)
         conn.executemany(
             "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
-            "relation, action, valid, maintained_at, embedding) VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?)",
-            [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t,
-              None if vecs is None else conn.encode_vec(vecs[i])) for i, m in enumerate(g.memories)])
+            "relation, action, valid, maintained_at, embedding, original_embedding) "
+            "VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?,?)",
+            [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t, *(
+              (None, None) if vecs is None else (conn.encode_vec(vecs[i]),) * 2)) for i, m in enumerate(g.memories)])
         for i, m in enumerate(g.memories):
             self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
             self.new_ids.add(m.memory_id)

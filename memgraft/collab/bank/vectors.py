@@ -20,7 +20,7 @@ import numpy as np
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import TeamIndex, load_index, want_team_of
-from memgraft.collab.bank.schema import id_chunks, to_us
+from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import MemoryType
 from memgraft.models.embedder import Embedder
 
@@ -70,9 +70,9 @@ class BankVectors:
             raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
         self._db.use_team(team)
         out = {}
-        for part in id_chunks(list(dict.fromkeys(memory_ids))):
-            for m, raw, t in self._db.execute("SELECT memory_id, embedding, time FROM memories WHERE team = ? AND "
-                                              f"memory_id IN ({','.join('?' * len(part))})", (team, *part)):
+        for cond, args in self._db.id_filters("memory_id", list(dict.fromkeys(memory_ids))):
+            for m, raw, t in self._db.execute("SELECT memory_id, embedding, time FROM memories WHERE team = :team "
+                                              f"AND {cond}", {"team": team, **args}):
                 if raw is not None:
                     out[m] = (self._db.decode_vecs([raw], self.dim)[0], to_us(t))
         return out
