@@ -250,9 +250,10 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
             bg._tables = original
     seconds = time.perf_counter() - t
     phases = {k: v for k, v in report.timings.items() if k != "total"}
-    phases["unaccounted"] = max(0.0, seconds - sum(phases.values()))  # the embedder-dimension probe, Ray start of work
+    phases["unaccounted"] = max(0.0, seconds - sum(phases.values()))  # Ray's start of work, the plan
     return {
         "seconds": seconds, "docs": report.processed_docs, "chunks": report.new_chunks, "tokens": report.new_tokens,
+        "dtypes": report.dtypes,
         "counts": report.counts, "rejected": len(report.rejected), "extract_failures": len(report.extract_failures),
         "phases": phases, "ray_stats": stats, "cluster_cpus": ray.cluster_resources().get("CPU"),
     }
@@ -310,7 +311,7 @@ def run_bare(settings: Any, corpus: Path, graph_dir: Path, threads: int | None =
         "chunks": len(texts), "chunk_ids": chunks["chunk_id"], "tokens": int(sum(chunks["n_tokens"])),
         "mentions": sum(len(e.entities) for e in extractions),
         "text_chars": {"entities": sum(map(len, ent_texts)), "relations": sum(map(len, rel_texts))},
-        "embedder": embedder,
+        "embedder": embedder, "dtype": str(getattr(embedder, "dtype", "unknown")),
     }
 
 
@@ -384,7 +385,9 @@ def print_tables(result: dict[str, Any]) -> None:
     loads = ", ".join(f"{k} {v:.1f} s" for k, v in b["loads_s"].items())
     con.print(f"Ray start-up (not in end to end): {result['ray_init_s']:.1f} s on {p['cluster_cpus']:g} CPUs; "
               f"bare model loads (not in bare sum): {loads}; torch threads in bare stages: {b['torch_threads']}; "
-              f"settings: embedder {result['settings']['embedder_dtype']}, actors extract/embed "
+              f"settings: embedder {result['settings']['embedder_dtype']} (ran in: pipeline "
+              + ", ".join(f"{k} {v}" for k, v in p.get("dtypes", {}).items()) + f"; bare {b.get('dtype')}), "
+              f"actors extract/embed "
               f"{result['settings']['extract_actors']}/{result['settings']['embed_actors']}; bare chunks identical "
               f"to the pipeline's: {'yes' if result['same_chunks'] else 'NO'}")
 

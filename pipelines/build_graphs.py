@@ -51,6 +51,7 @@ class BuildReport:
     extract_failures: list[dict[str, str]]
     plan: dict[str, list[str]]
     timings: dict[str, float] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)  # per embedding stage: the dtype its model ran in
 
     @property
     def seconds(self) -> float:
@@ -94,7 +95,14 @@ def _actor_args(settings: Settings, size: int) -> dict[str, Any]:
     return {"compute": ray.data.ActorPoolStrategy(size=size), "num_cpus": p.actor_cpus, "batch_format": "pyarrow"}
 
 
-def _embed_dim(settings: Settings) -> int:
+def _embed_dim(settings: Settings, processed: pa.Table | None) -> int:
+    """The embedding width: read off the chunk vectors the actors just wrote; only a run that embedded
+    no chunk asks a task, which loads the model for it (5 s of the 2-core MuSiQue build, when every run asked)."""
+    if processed is not None and "embedding" in processed.column_names:
+        kind = processed.schema.field("embedding").type
+        if pa.types.is_fixed_size_list(kind):
+            return int(kind.list_size)
+
     @ray.remote(num_cpus=0)
     def dim() -> int:
         from memgraft.models.embedder import load_embedder
@@ -157,25 +165,31 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
     return _tables(ds, _stage_progress("chunk, extract, embed chunks", len(doc_ids), "documents"), _distinct("doc_id"))
 
 
-def embed_texts(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
-    """Embed on the actor pool; each distinct text is embedded once."""
+def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str] | None = None) -> np.ndarray:
+    """Embed in the driver (few texts) or on an actor pool; each distinct text is embedded once.
+    ``dtypes`` gets the dtype the model ran in, under ``embed_graph``."""
     if not texts:
         return np.zeros((0, dim), np.float32)
-    unique, inverse = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
+    # By a dict, not np.unique: that made a fixed-width unicode array as wide as the longest
+    # text and sorted it, 2.5 s for MuSiQue's 100k entity and relation texts (this: 0.03 s).
+    unique = list(dict.fromkeys(texts))
+    position = {t: i for i, t in enumerate(unique)}
+    inverse = np.fromiter((position[t] for t in texts), np.int64, len(texts))
     # Sorted by length, each batch pads to texts of about its own length (a batch is
     # padded to its longest text; unsorted, that nearly doubles the encoder's work).
     by_length = np.argsort([len(t) for t in unique], kind="stable")
     vecs = np.empty((len(unique), dim), np.float32)
-    vecs[by_length] = _embed_unique(settings, unique[by_length].tolist(), dim)
+    vecs[by_length] = _embed_unique(settings, [unique[i] for i in by_length], dim, dtypes if dtypes is not None else {})
     return vecs[inverse]
 
 
-def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
+def _embed_unique(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str]) -> np.ndarray:
     p = settings.pipeline
     if len(texts) <= p.driver_embed_max_texts:  # small graph: no second actor pool to start
         from memgraft.models.embedder import load_embedder
 
         embedder, step = load_embedder(settings), max(1, p.embed_batch_size)
+        dtypes["embed_graph"] = f"{getattr(embedder, 'dtype', 'unknown')} (driver)"
         vecs = np.empty((len(texts), dim), np.float32)
         with Progress("embed entities and relations", len(texts), "texts") as bar:
             for i in range(0, len(texts), step):
@@ -187,6 +201,7 @@ def _embed_unique(settings: Settings, texts: list[str], dim: int) -> np.ndarray:
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
                         **_actor_args(settings, p.embed_actors))
     out = _tables(ds, _stage_progress("embed entities and relations", len(texts), "texts"))
+    dtypes["embed_graph"] = f"{stage_dtypes(out)} (actors)"
     order = np.argsort(out.column("row").to_numpy())
     return embedding_matrix(out, dim)[order]
 
@@ -224,10 +239,13 @@ def run_build(
     log.info("plan: %d to process (%d new, %d changed), %d unchanged, %d deleted, %d rejected",
              len(plan.process), len(plan.added), len(plan.replaced), len(plan.unchanged), len(plan.deleted), len(rejected))
 
-    dim = _embed_dim(settings)
     t = time.perf_counter()
     processed = process_stage(settings, read, plan.process, extractor_factory) if plan.process else None
     timings["chunk_extract_embed"] = time.perf_counter() - t
+    dim = _embed_dim(settings, processed)
+    dtypes = {"embed_chunks": f"{stage_dtypes(processed)} (actors)"} if processed is not None else {}
+    if processed is not None and "embedder_dtype" in processed.column_names:
+        processed = processed.drop_columns(["embedder_dtype"])
     if processed is None or processed.num_rows == 0:
         processed = _empty_processed()
     failures = [{"chunk_id": c, "doc_id": d, "error": e} for c, d, e in zip(
@@ -254,7 +272,7 @@ def run_build(
                                           max_description_parts=settings.extraction.max_description_parts, dim=dim)
     timings["merge"] = time.perf_counter() - t
     t = time.perf_counter()
-    vecs = embed_texts(settings, pending.entity_texts + pending.relation_texts, dim)
+    vecs = embed_texts(settings, pending.entity_texts + pending.relation_texts, dim, dtypes)
     graph_build.fill_vectors(graph, pending, vecs[: len(pending.entity_rows)], vecs[len(pending.entity_rows):])
     timings["embed_graph"] = time.perf_counter() - t
 
@@ -272,13 +290,20 @@ def run_build(
         new_chunks=processed.num_rows, new_tokens=new_tokens, rejected=rejected, extract_failures=failures,
         plan={"added": plan.added, "replaced": plan.replaced, "unchanged_count": [str(len(plan.unchanged))],
               "deleted": plan.deleted, "unknown_deletes": plan.unknown_deletes},
-        timings={k: round(v, 3) for k, v in timings.items()},
+        timings={k: round(v, 3) for k, v in timings.items()}, dtypes=dtypes,
     )
     graph.manifest = _manifest(settings, report, indexes, dim)
     t = time.perf_counter()
     folder.write(graph, {k: vector_index.to_bytes(v) for k, v in indexes.items()})
     report.timings["write"] = round(time.perf_counter() - t, 3)
     return report
+
+
+def stage_dtypes(table: pa.Table) -> str:
+    """The dtypes an embedding stage's actors ran in (one, unless actors on different CPUs chose apart)."""
+    if "embedder_dtype" not in table.column_names or table.num_rows == 0:
+        return "unknown"
+    return ", ".join(sorted(set(table.column("embedder_dtype").to_pylist())))
 
 
 def _empty_processed() -> pa.Table:

@@ -82,7 +82,10 @@ class EmbedStage:
     def __call__(self, batch: pa.Table) -> pa.Table:
         vecs = self.embedder.encode(batch.column(self.text_column).to_pylist())
         column = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim)
-        return batch.append_column("embedding", column)
+        # the dtype this actor's model ran in ("auto" resolves per machine): the build reports it per stage
+        dtype = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)),
+                                               pa.array([str(getattr(self.embedder, "dtype", "unknown"))]))
+        return batch.append_column("embedding", column).append_column("embedder_dtype", dtype)
 
 
 def embedding_matrix(table: pa.Table, dim: int) -> np.ndarray:

@@ -58,6 +58,12 @@ def test_end_to_end_folder(slice_graph):
         assert vecs.shape == (t[kind].num_rows, 384)
         assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-2)
     assert max(t["chunks"].column("n_tokens").to_pylist()) <= 200
+    # each embedding stage names the dtype its model ran in ("auto" resolves per machine); the graph keeps no trace
+    assert set(report.dtypes) == {"embed_chunks", "embed_graph"}
+    ran = {k: v.split(" (") for k, v in report.dtypes.items()}
+    assert ran["embed_chunks"][1] == "actors)" and ran["embed_graph"][1] in ("driver)", "actors)")
+    assert {ran["embed_chunks"][0], ran["embed_graph"][0]} <= {"float32", "bfloat16"}
+    assert "embedder_dtype" not in t["chunks"].column_names
 
 
 def test_rebuild_gives_identical_tables(slice_graph, settings, musique_slice, tmp_path):
