@@ -90,18 +90,18 @@ class BankSearch(BankVectors):
         self._db.use_team(team)
         then_now = self.changed_since(team, as_of)
         past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
-        now = {m.memory_id: text for m, text, _ in then_now}
-        # the updater revises a memory once, so the text then is nearly always the original, whose vector is stored
+        # text then = today's: today's vector; else the original's, stored (the updater revises a memory once);
+        # else (revised twice) embedded afresh
+        unchanged = {m.memory_id for m, text, _ in then_now if m.maintained == text}
         originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None}
-        fresh = [m.maintained for m in past if m.maintained != now[m.memory_id] and m.memory_id not in originals]
+        fresh = [m.maintained for m, text, vec in then_now if m.maintained != text and vec is None]
         fresh_vecs = dict(zip(fresh, self._embed_cached(fresh))) if fresh else {}
-        # today's vectors where the text then is today's (kept memories)
-        stored = self._stored(team, [m.memory_id for m in past if m.maintained == now[m.memory_id]])
+        stored = self._stored(team, list(unchanged))
         overlay: Overlay = {}
-        for m in past:  # text as of then: today's vector if unchanged since, the original's, else embedded afresh
-            vec = originals.get(m.memory_id)
+        for m in past:
+            vec = stored[m.memory_id][0] if m.memory_id in unchanged else originals.get(m.memory_id)
             if vec is None:
-                vec = stored[m.memory_id][0] if m.maintained == now[m.memory_id] else fresh_vecs[m.maintained]
+                vec = fresh_vecs[m.maintained]
             overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
         idx = self._ranked_rows(team, q, k, valid_only, types, when, changed)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)
