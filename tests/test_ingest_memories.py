@@ -231,8 +231,11 @@ def kill_tree(proc: subprocess.Popen) -> None:
     """SIGKILL a process and everything under it at once (Ray's workers are not in its process group)."""
     import psutil
 
-    tree = [psutil.Process(proc.pid)]
-    tree += tree[0].children(recursive=True)
+    try:
+        tree = [psutil.Process(proc.pid)]
+        tree += tree[0].children(recursive=True)
+    except psutil.NoSuchProcess:  # it ended by itself (``poll`` reaped it): the caller's assertion says why
+        tree = []
     for p in tree:
         try:
             p.send_signal(signal.SIGKILL)
