@@ -164,6 +164,9 @@ class HiCoMERSettings(_Section):
     # H_t: besides the group query's top history_top_k, each new memory's own nearest valid memories.
     # A group of many subjects' records (real streams) has a mean vector near none of them.
     history_per_memory: int = Field(5, ge=0)
+    # An earlier memory that states, word for word, the value of a note the group's team memory just overruled
+    # is superseded by that team memory too (memgraft.collab.carry): the note links two wordings of one subject.
+    carry_overruled: bool = True
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
     validity_scorer: str = "state"

@@ -37,8 +37,10 @@ from typing import Sequence
 import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
-from memgraft.collab.policies import Judgement, Target, UpdatePolicy
-from memgraft.collab.types import Action, Decision, Memory, MemoryGroup
+from memgraft.collab import carry
+from memgraft.collab.judge import may_revise
+from memgraft.collab.policies import Judgement, Target, UpdatePolicy, normalise, reference_for
+from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
 from memgraft.ids import content_hash
 from memgraft.models.embedder import Embedder
@@ -136,12 +138,37 @@ class Updater:
         maintained = tuple(m for m in new if m.memory_id not in revised)
         inter = [Target("inter", h, maintained, group.time) for h in history] if maintained else []
         inter_j = self._judge(group, inter)
+        if self.settings.carry_overruled:
+            inter_j = self._carry(intra, intra_j, inter, inter_j)
         decisions = [self._decision(group, i, t, j, self.policy.name)
                      for i, (t, j) in enumerate(zip(intra + inter, intra_j + inter_j))]
         changed = [d.after for d in decisions if d.after != d.before]
         if changed:
             self.bank.embedder.encode(changed)  # a MemoEmbedder keeps them for the write
         return decisions, len(history)
+
+    @staticmethod
+    def _carry(intra: list[Target], intra_j: list[Judgement], inter: list[Target],
+               inter_j: list[Judgement]) -> list[Judgement]:
+        """Earlier memories that state, word for word, a value the intra step just overruled are superseded
+        by the same memory (:mod:`memgraft.collab.carry`), when the judge kept them."""
+        notes = []
+        for t, j in zip(intra, intra_j):
+            if j.action is Action.revise:
+                by = next((r for r in t.against if r.memory_id in j.maintained or r.memory_id in j.reason), None)
+                notes.append((t.memory, by or reference_for(t)))
+        found = carry.overruled([(n, by) for n, by in notes if by is not None])
+        if not found:
+            return inter_j
+        out = []
+        for t, j in zip(inter, inter_j):
+            o = carry.carried(t.memory, found) if j.action is Action.keep and t.memory.valid else None
+            if o is not None and may_revise(t.memory, o.by):
+                j = normalise(t, Relation.contradiction, Action.revise, "",
+                              f"states {' '.join(o.value)!r}, which {o.note.memory_id} stated and "
+                              f"{o.by.memory_id} overruled", reference=o.by)
+            out.append(j)
+        return out
 
     def history(self, team: str, vectors: np.ndarray, weights: Sequence[float] | None = None, *,
                 per_memory: int = 0) -> list[Memory]:

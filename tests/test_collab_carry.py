@@ -1,0 +1,78 @@
+"""Carrying an overruled value back (memgraft.collab.carry): a note the team overrules links two wordings of one subject."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgraft.collab.api import CollabMemory
+from memgraft.collab.carry import stated_value, states
+
+
+@pytest.mark.parametrize("note,by,value", [
+    ("Checked again: Regarding the institute founded by Hans Elsässer, what person managed it? Steven Beckwith.",
+     "Q: Regarding the institute founded by Hans Elsässer, what person managed it? A: Hans-Walter Rix",
+     ("steven", "beckwith")),
+    # the value starts after "=", not inside the subject's wording; a shared tail stays part of it
+    ("From my notes: Which murderess was held in Valley Prison = Clinton Facility and Valley State Prison",
+     "Q: Which murderess was held in Valley Prison? A: Oregon Center and Valley State Prison",
+     ("clinton", "facility", "and", "valley", "state", "prison")),
+    # a trailing hedge is how sure the writer is, not the value
+    ("Note: the publisher of the comic is Gemstone Publishing, as far as I know.",
+     "Record from 2009: the publisher of the comic is Boom! Studios.", ("gemstone", "publishing")),
+    # too weak to tell subjects apart: a bare number, one common word
+    ("As of 2018, how many episodes are there? 20.", "As of 2018, how many episodes are there? 30.", ()),
+    ("Log: is the bridge open? — yes", "Team: is the bridge open? no", ()),
+])
+def test_the_value_a_note_states_where_its_overruling_memory_states_another(note, by, value):
+    assert stated_value(note, by) == value
+
+
+def test_a_value_is_stated_only_as_a_whole_value():
+    value = ("san", "quentin", "state", "prison")
+    assert states("Where was Sirhan held? San Quentin State Prison.", value)
+    assert states("Note: my sheet lists the prison as San Quentin State Prison, as far as I know.", value)
+    assert not states("Q: Where was he held? A: Adjustment Center at San Quentin State Prison", value)
+    assert not states("San Quentin State Prison Museum opened in 1992.", value)
+
+
+def group(gid: str, year: int, *memories: tuple[str, str, str]) -> dict:
+    return {"team": "astro", "group_id": gid, "time": f"{year}-01-01T00:00:00",
+            "memories": [{"memory_id": m, "type": t, "author": "wiki" if t == "team" else "agent-2", "content": c}
+                         for m, t, c in memories]}
+
+
+# The institute is named three ways, as TimeQA's paraphrases name it; only the note of 2001 links the two wordings.
+STREAM = [
+    group("g1991", 1991,
+          ("heidelberg", "team", "Record from 1991: The man in charge of the research institute located in Heidelberg, "
+                                 "Germany was Steven Beckwith."),
+          ("other", "team", "Record from 1991: The man in charge of the observatory on Mauna Kea was Robert McLaren.")),
+    group("g2001", 2001,
+          ("rix", "team", "Q: Regarding the institute founded by Hans Elsässer in 1969, what person managed it? "
+                          "A: Hans-Walter Rix"),
+          ("note", "individual", "Checked again: Regarding the institute founded by Hans Elsässer in 1969, what person "
+                                 "managed it? Steven Beckwith.")),
+]
+
+
+@pytest.mark.parametrize("carry", [True, False], ids=["default", "carry off"])
+def test_an_earlier_wording_of_an_overruled_value_is_superseded_by_the_same_record(tmp_path, settings, embedder, carry):
+    s = settings if carry else settings.model_copy(update={"hicomer": settings.hicomer.model_copy(
+        update={"carry_overruled": False})})
+    memory = CollabMemory.open(tmp_path / "bank.sqlite", s, embedder=embedder)
+    try:
+        for g in STREAM:
+            memory.add_group(g)
+        now = {m.memory_id: m for m in memory.memories("astro")}
+        assert not now["note"].valid and now["rix"].valid and now["other"].valid
+        if not carry:  # the judge alone cannot tell the Heidelberg institute is the one Hans Elsässer founded
+            assert now["heidelberg"].valid
+            return
+        assert not now["heidelberg"].valid
+        assert "superseded by rix" in now["heidelberg"].maintained and "Rix" not in now["heidelberg"].maintained
+        [why] = [d for d in memory.bank.decisions("astro") if d.memory_id == "heidelberg" and not d.valid_after]
+        assert "note" in why.reason and "steven beckwith" in why.reason
+        hits = memory.search("astro", "Who manages the institute founded by Hans Elsässer?", k=3)
+        assert hits[0].memory.memory_id == "rix"
+    finally:
+        memory.close()
