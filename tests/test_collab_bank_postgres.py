@@ -9,6 +9,7 @@ import random
 import threading
 from datetime import timedelta
 
+import psycopg
 import pytest
 
 from memgraft.collab.bank import BankError, MemoryBank
@@ -203,3 +204,31 @@ def test_the_scanned_vector_stays_in_the_row_and_the_originals_go_to_toast(pg_ur
     MemoryBank(url, HashEmbedder(dim=384)).close()
     assert storage() == {"embedding": "m", "original_embedding": "e"}
     conn.close()
+
+
+def test_the_eval_harness_builds_its_banks_in_postgres_and_scores_as_on_sqlite(tmp_path, pg_url, settings, embedder):
+    """`python -m memgraft.eval collab --banks-url postgresql://…`: the raw, judge and rules banks of one stream (the
+    same team names) in one database, a schema each, and every figure as over the SQLite files."""
+    from memgraft.collab.data.generator import generate
+    from memgraft.collab.evaluate import EvalOptions, run_eval
+    from memgraft.models.reranker import load_reranker
+
+    data = generate(seed=3, teams=2, groups=6)
+    reranker = load_reranker(settings, embedder)
+    methods = ("dense", "rules-updater", "hicomer")
+    url = pg_url()
+    reports = {where: run_eval(data, settings, tmp_path / where, EvalOptions(methods=methods, banks_url=banks_url),
+                               embedder=embedder, reranker=reranker)
+               for where, banks_url in (("sqlite", None), ("postgres", url))}
+    assert not list((tmp_path / "postgres").glob("*.sqlite"))
+    with psycopg.connect(url) as conn:
+        schemas = {r[0] for r in conn.execute("SELECT DISTINCT table_schema FROM information_schema.tables "
+                                              "WHERE table_name = 'memories'")}
+    assert schemas == {"memgraft_eval_raw", "memgraft_eval_judge", "memgraft_eval_rules"}
+    sq, pg = reports["sqlite"], reports["postgres"]
+    assert pg.validity == sq.validity and pg.validity["judge"]["precision"] > pg.validity["raw"]["precision"]
+    assert {k: {m: v for m, v in u.items() if m != "seconds"} for k, u in pg.updaters.items()} == \
+        {k: {m: v for m, v in u.items() if m != "seconds"} for k, u in sq.updaters.items()}
+    for method in methods:
+        assert [(r["id"], r["retrieved"]) for r in pg.questions if r["method"] == method] == \
+            [(r["id"], r["retrieved"]) for r in sq.questions if r["method"] == method]

@@ -54,6 +54,7 @@ class EvalOptions:
     max_questions: int | None = None  # scored questions at most (the first, in file order)
     answers: int = 0  # questions per method answered by the LLM for ROUGE-L / Decision F1 (0: none)
     seed: int = 0
+    banks_url: str | None = None  # build the banks in this PostgreSQL database (a schema each), not SQLite files
 
 
 @dataclass
@@ -90,12 +91,26 @@ def gold_decisions(group: MemoryGroup, gold: Sequence[Row], bank_state: dict[str
     return out
 
 
-def build_bank(path: Path, dataset: Dataset, embedder: Embedder, how: str, settings: Settings,
+def bank_location(workdir: Path, how: str, banks_url: str | None = None) -> str | Path:
+    """Where the eval builds its ``how`` bank, emptied first: a SQLite file in ``workdir``, or with
+    ``banks_url`` (``postgresql://…``) a schema of its own in that database."""
+    if banks_url:
+        from memgraft.collab.bank.postgres import fresh_schema
+
+        return fresh_schema(banks_url, f"memgraft_eval_{how}")
+    path = workdir / f"bank-{how}.sqlite"
+    path.unlink(missing_ok=True)
+    return path
+
+
+def build_bank(path: str | Path, dataset: Dataset, embedder: Embedder, how: str, settings: Settings,
                llm: LLM | None = None) -> tuple[MemoryBank, dict[str, Any]]:
-    """Replay the stream into a fresh bank at ``path``: ``raw`` (no decisions), ``gold``, ``rules`` or ``llm``."""
+    """Replay the stream into the empty bank at ``path`` (a SQLite file, created, or a ``postgresql://`` URL):
+    ``raw`` (no decisions), ``gold``, ``rules`` or ``llm``."""
     from memgraft.collab.updater import MemoEmbedder
 
-    path.unlink(missing_ok=True)
+    if not isinstance(path, str):
+        Path(path).unlink(missing_ok=True)
     bank = open_bank(path, MemoEmbedder(embedder))  # the updater's plan embeds the group; the write reuses it
     started = time.perf_counter()
     groups = stream_groups(dataset)
@@ -237,7 +252,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
             banks[role] = existing
             continue
         log(f"building the {how} bank")
-        bank, info = build_bank(work / f"bank-{how}.sqlite", dataset, embedder, how, settings, llm)
+        bank, info = build_bank(bank_location(work, how, options.banks_url), dataset, embedder, how, settings, llm)
         banks[role] = bank
         report.info[f"bank_{how}"] = info
         if how != "raw" and dataset.gold:

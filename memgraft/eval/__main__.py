@@ -8,6 +8,7 @@
     python -m memgraft.eval collab --generate --updater rules --answers 10
     python -m memgraft.eval collab --timeqa ../shared/data/timeqa-train/human_annotated_train.json --timeqa-split val
     python -m memgraft.eval collab --data DATASET_DIR --updater llm --set models.llm=CHECKPOINT
+    python -m memgraft.eval collab --generate --banks-url postgresql://USER@HOST/DB   # the banks in PostgreSQL
 
 ``score`` prints a table of methods x metrics and writes the scores (and every
 question's) as JSON: ``--output``, or ``scores.<dataset>.json`` in the run folder.
@@ -150,6 +151,8 @@ def collab(
     profile: str = typer.Option("local", help="settings profile"),
     set_: list[str] = typer.Option([], "--set", help="settings: section.field=value (repeatable)"),
     workdir: str = typer.Option("out/collab-eval", help="where the banks are built"),
+    banks_url: Optional[str] = typer.Option(None, "--banks-url", help="build the banks in this PostgreSQL database "
+                                            "(postgresql://…, pgvector; a schema per bank), not SQLite files"),
     output: Optional[str] = typer.Option(None, help="JSON to write (default <workdir>/scores.json)"),
 ) -> None:
     """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc., validity P/R), methods x (ORR, CRR, NDCG,
@@ -170,7 +173,8 @@ def collab(
     embedder = load_embedder(settings)
     reranker = load_reranker(settings, embedder)
     options = evaluate.EvalOptions(methods=tuple(methods.split(",")) if methods else evaluate.EvalOptions().methods,
-                                   updater=updater, answers=answers, max_questions=max_questions, seed=seed)
+                                   updater=updater, answers=answers, max_questions=max_questions, seed=seed,
+                                   banks_url=banks_url)
     written = {}
     for i, (title, dataset) in enumerate(sources):
         try:

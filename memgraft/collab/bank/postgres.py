@@ -306,3 +306,26 @@ class PostgresBackend(Backend):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def fresh_schema(url: str, schema: str) -> str:
+    """A new, empty bank in its own schema of the database at ``url`` (dropped first if it exists), as a URL
+    whose connections find the bank's tables there: several banks of one stream (the eval's raw, judge and
+    rules banks, whose team names are the same) then share one database without sharing rows."""
+    import psycopg
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+        raise BankError(f"schema name {schema!r}: lower-case letters, digits and '_' only")
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+    except psycopg.Error as err:
+        raise BankError(f"{hide_password(url)}: cannot make schema {schema!r}: {str(err).strip()}") from None
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
+    query.append(("options", f"-c search_path={schema},public"))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
