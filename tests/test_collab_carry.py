@@ -1,11 +1,13 @@
-"""Carrying an overruled value back (memgraft.collab.carry): a note the team overrules links two wordings of one subject."""
+"""Values read off a memory's words (memgraft.collab.values), and what the updater does with them: carrying an
+overruled value back (memgraft.collab.carry: a note the team overrules links two wordings of one subject), and a
+value list that lost an item read as a changed value."""
 
 from __future__ import annotations
 
 import pytest
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.carry import stated_value, states
+from memgraft.collab.values import list_change, stated_value, states
 
 
 @pytest.mark.parametrize("note,by,value", [
@@ -33,6 +35,34 @@ def test_a_value_is_stated_only_as_a_whole_value():
     assert states("Note: my sheet lists the prison as San Quentin State Prison, as far as I know.", value)
     assert not states("Q: Where was he held? A: Adjustment Center at San Quentin State Prison", value)
     assert not states("San Quentin State Prison Museum opened in 1992.", value)
+
+
+@pytest.mark.parametrize("a,b,changed", [
+    ("Where was Josep Rull detained? Lledoners Prison in Catalonia and the Madrilenian prison of Soto del Real.",
+     "Record from 2019: the place of detention of Josep Rull is the Madrilenian prison of Soto del Real.", True),
+    ("Note: the owners are Tom and Jerry, as far as I know.", "Q: Who owns it? A: Jerry", True),
+    ("X is Soto del Real.", "Q: Where is X? A: Soto del Real", False),  # the same whole value
+    ("A: Alice and Bob", "A: Carol and Bob", False),  # another list, not a shorter one: the judge's to read
+    ("The years were 1990 and 2001.", "Q: Which year? A: 2001", False),  # numbers alone are too common to read
+])
+def test_a_value_list_that_lost_or_gained_an_item(a, b, changed):
+    assert list_change(a, b) is changed and list_change(b, a) is changed
+
+
+def test_the_judge_reads_a_list_that_lost_an_item_as_a_new_value(settings, embedder):
+    from memgraft.collab.policies import Target, make_policy
+    from memgraft.collab.types import Action, Relation
+    from tests.test_collab_judge import mem
+
+    old = mem("both", "team", "Where was Josep Rull detained? Lledoners Prison in Catalonia and the Madrilenian "
+                              "prison of Soto del Real.")
+    new = mem("one", "team", "Record from 2019: the place of detention of Josep Rull is the Madrilenian prison of "
+                             "Soto del Real.", years=2)
+    policy = make_policy(settings, embedder=embedder)
+    [p] = policy.judge_pairs([old], [new])
+    assert p[2] < policy.threshold and p[1] > p[0]  # alone, the judge reads the shorter list as agreeing
+    [j] = policy.judge([Target("inter", old, (new,), new.time)])
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise) and "superseded by one" in j.maintained
 
 
 def group(gid: str, year: int, *memories: tuple[str, str, str]) -> dict:

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab import rules
+from memgraft.collab import rules, values
 from memgraft.collab.policies import Judgement, Target, normalise
 from memgraft.collab.types import Action, Memory, Relation
 from memgraft.collab.weights import read_weights, save_weights, weights_path
@@ -284,7 +284,9 @@ class JudgePolicy:
         keep = target.memory.maintained
         if not scored:
             return Judgement(Relation.neutral, Action.keep, keep, "nothing to judge against")
-        contra = [(float(p[2]), r) for p, r in scored if p[2] >= self.threshold]
+        # a pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value
+        contra = [(float(p[2]), r) for p, r in scored if p[2] >= self.threshold
+                  or (p[1] > p[0] and values.list_change(target.memory.maintained, r.maintained))]
         if contra:
             # a reference with the authority to settle it first, then the most probable
             p, ref = max(contra, key=lambda x: (may_revise(target.memory, x[1]), x[0]))
