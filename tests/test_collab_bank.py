@@ -475,3 +475,23 @@ def test_concurrent_writers_of_one_team_take_turns(location):
     assert seed.memory("ops", "m1").maintained == log[-1].after and seed.stats("ops")["groups"] == 13
     seed.close()
 
+
+
+def test_scores_a_rounding_apart_are_tied_and_break_by_write_time_then_id():
+    """Two memories with the same text score a last bit apart by where BLAS finds them in the matrix (seen on
+    SQLite's whole matrix against PostgreSQL's top-N); such twins still rank by write time, then id."""
+    from memgraft.collab.bank.index import TIE_EPS, TeamIndex, rank
+
+    q = np.zeros(4, np.float32)
+    q[0] = 1.0
+    idx = TeamIndex(dim=4, version=0)
+    twin = np.array([0.6, 0.8, 0.0, 0.0], np.float32)
+    later_but_higher = twin.copy()
+    later_but_higher[0] += TIE_EPS / 4  # a rounding above its twin
+    idx.put("b-twin", later_but_higher, True, False, 200)
+    idx.put("a-twin", twin, True, False, 100)
+    idx.put("far", np.array([0.0, 0.0, 1.0, 0.0], np.float32), True, False, 50)
+    clearly_better = np.array([0.7, 0.7, 0.0, 0.0], np.float32)
+    idx.put("best", clearly_better / np.linalg.norm(clearly_better), True, False, 300)
+    assert [h[0] for h in rank(idx, q, 3, False, None, None, {})] == ["best", "a-twin", "b-twin"]
+    assert [h[0] for h in rank(idx, q, 2, False, None, None, {})] == ["best", "a-twin"]  # the twin cut by k: the earlier

@@ -16,6 +16,11 @@ from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import Memory, MemoryType
 
+# Scores this close are tied. Two memories with the same text have the same vector, yet BLAS sums their dot
+# products with the query differently by where they sit in the matrix (seen on an AMD EPYC: SQLite's whole
+# matrix and PostgreSQL's top-N ordered two such twins apart, and the decisions their order names differed).
+TIE_EPS = 1e-6
+
 if TYPE_CHECKING:
     from memgraft.collab.bank.backend import Backend
 
@@ -120,20 +125,27 @@ def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: 
     if k <= 0:
         return []
     if len(scores) > k:  # the k-th best score, and every row reaching it: ties at the cut are broken below too
-        top = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k])
+        top = np.flatnonzero(scores >= np.partition(scores, len(scores) - k)[len(scores) - k] - TIE_EPS)
     else:
         top = np.arange(len(scores))
     nb = len(base)
 
-    def order(i: int) -> tuple[float, int, str]:
-        """By score, ties by write time, then id: not by position, which an overlay row does not keep,
-        so a search as of a past time orders ties as the live search did then, on either backend."""
+    def written(i: int) -> tuple[int, str]:
+        """Ties break by write time, then id: not by position, which an overlay row does not keep, so a
+        search as of a past time orders ties as the live search did then, on either backend."""
         if i < nb:
-            return -float(scores[i]), int(idx.time_us[i]), idx.ids[i]  # type: ignore[union-attr]
-        return -float(scores[i]), extra[i - nb][2], extra[i - nb][0]
+            return int(idx.time_us[i]), idx.ids[i]  # type: ignore[union-attr]
+        return extra[i - nb][2], extra[i - nb][0]
 
+    tied: list[list[int]] = []  # runs of scores within TIE_EPS of the run's best
+    for i in sorted(top.tolist(), key=lambda i: -scores[i]):
+        if tied and scores[tied[-1][0]] - scores[i] <= TIE_EPS:
+            tied[-1].append(i)
+        else:
+            tied.append([i])
+    ranked = [i for run in tied for i in sorted(run, key=written)][:k]
     return [(idx.ids[i], float(scores[i]), idx.vecs[i]) if i < nb else  # type: ignore[union-attr]
-            (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in sorted(top.tolist(), key=order)[:k]]
+            (extra[i - nb][0], float(scores[i]), extra[i - nb][1]) for i in ranked]
 
 
 def want_team_of(types: Sequence[MemoryType] | None) -> bool | None:
