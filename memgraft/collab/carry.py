@@ -11,11 +11,12 @@ the subject as the new record does and the value as the old memory does. So an
 earlier valid memory that contains the overruled value word for word, where the team
 memory does not, is superseded by the same team memory.
 
-The value of a note is what it says that its overruling memory does not: the last
-stretch where their word sequences differ (values end statements; the wording before
-it is shared, or differs only in tags such as "Q:"/"A:"). A value that is only common
-words ("yes", "the city") is too weak to carry: it needs a name, a number, or several
-content words, and it must not be a word the overruling memory also uses.
+The value of a note is what it says where its overruling memory says something else, as a
+whole value (:func:`memgraft.collab.values.stated_value`: the last differing stretch, widened
+to what opens and closes a value). A bare number, a lone common word or a trailing hedge
+(", as far as I know") is never carried: such values are shared by too many subjects. An
+earlier memory must state the value whole too ("Adjustment Center at San Quentin State
+Prison" does not state "San Quentin State Prison"), and the overruling memory must not.
 """
 
 from __future__ import annotations
