@@ -38,18 +38,16 @@ class Overruled:
 
 
 def overruled(notes: Sequence[tuple[Memory, Memory]]) -> list[Overruled]:
-    """(revised note, its overruling memory) pairs -> the ones with a value strong enough to carry."""
+    """(revised note, its overruling memory) pairs -> the ones with a value strong enough to carry, which the
+    overruling memory does not state itself."""
     out = []
     for note, by in notes:
         value = stated_value(note.maintained, by.maintained)
-        if value:
+        if value and not states(by.maintained, value):
             out.append(Overruled(note, by, value))
     return out
 
 
 def carried(memory: Memory, overruled_: Sequence[Overruled]) -> Overruled | None:
-    """The overruled note whose value ``memory`` states word for word (and its overruling memory does not)."""
-    for o in overruled_:
-        if states(memory.maintained, o.value) and not states(o.by.maintained, o.value):
-            return o
-    return None
+    """The overruled note whose value ``memory`` states word for word."""
+    return next((o for o in overruled_ if states(memory.maintained, o.value)), None)

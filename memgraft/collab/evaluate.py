@@ -92,15 +92,13 @@ def gold_decisions(group: MemoryGroup, gold: Sequence[Row], bank_state: dict[str
 
 
 def bank_location(workdir: Path, how: str, banks_url: str | None = None) -> str | Path:
-    """Where the eval builds its ``how`` bank, emptied first: a SQLite file in ``workdir``, or with
-    ``banks_url`` (``postgresql://…``) a schema of its own in that database."""
+    """Where the eval builds its ``how`` bank: a SQLite file in ``workdir`` (``build_bank`` empties it), or with
+    ``banks_url`` (``postgresql://…``) a new, empty schema of its own in that database."""
     if banks_url:
         from memgraft.collab.bank.postgres import fresh_schema
 
         return fresh_schema(banks_url, f"memgraft_eval_{how}")
-    path = workdir / f"bank-{how}.sqlite"
-    path.unlink(missing_ok=True)
-    return path
+    return workdir / f"bank-{how}.sqlite"
 
 
 def build_bank(path: str | Path, dataset: Dataset, embedder: Embedder, how: str, settings: Settings,

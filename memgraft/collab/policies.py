@@ -67,6 +67,7 @@ class Judgement:
     action: Action
     maintained: str  # the target's maintained text after the decision
     reason: str = ""
+    reference: str = ""  # a revision: the id of the memory that supersedes the target
 
 
 @runtime_checkable
@@ -93,10 +94,10 @@ def normalise(target: Target, relation: Relation | str, action: Action | str, ma
     if action is Action.keep:
         return Judgement(relation, action, before, reason)
     text = maintained.strip()
+    ref = reference or reference_for(target)
     if not text or text == before:
-        ref = reference or reference_for(target)
         text = revised_text(before, stamp(target.at), ref.memory_id if ref is not None else "a newer memory")
-    return Judgement(relation, action, text, reason)
+    return Judgement(relation, action, text, reason, ref.memory_id if ref is not None else "")
 
 
 # -- the rule-based baseline ---------------------------------------------------------------------

@@ -39,7 +39,7 @@ import numpy as np
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
 from memgraft.collab import carry
 from memgraft.collab.judge import may_revise
-from memgraft.collab.policies import Judgement, Target, UpdatePolicy, normalise, reference_for
+from memgraft.collab.policies import Judgement, Target, UpdatePolicy, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
 from memgraft.ids import content_hash
@@ -152,12 +152,8 @@ class Updater:
                inter_j: list[Judgement]) -> list[Judgement]:
         """Earlier memories that state, word for word, a value the intra step just overruled are superseded
         by the same memory (:mod:`memgraft.collab.carry`), when the judge kept them."""
-        notes = []
-        for t, j in zip(intra, intra_j):
-            if j.action is Action.revise:
-                by = next((r for r in t.against if r.memory_id in j.maintained or r.memory_id in j.reason), None)
-                notes.append((t.memory, by or reference_for(t)))
-        found = carry.overruled([(n, by) for n, by in notes if by is not None])
+        found = carry.overruled([(t.memory, by) for t, j in zip(intra, intra_j) if j.action is Action.revise
+                                 for by in t.against if by.memory_id == j.reference])
         if not found:
             return inter_j
         out = []

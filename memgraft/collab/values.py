@@ -38,6 +38,11 @@ def _is_word(token: str) -> bool:
     return token[:1].isalnum()
 
 
+def _in_value(token: str) -> bool:
+    """Words, and the marks that join a value's words ("Hans-Walter", "O'Neill", "Marks & Spencer")."""
+    return _is_word(token) or token in "-'&"
+
+
 def stated_value(note: str, by: str) -> tuple[str, ...]:
     """The value ``note`` states where ``by`` states another: the last stretch of words where they
     differ, widened back to what opens a value ("?", ":", "is", "as", ...) and forward to what
@@ -55,7 +60,7 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
     while i1 > 0 and la[i1 - 1] not in _OPENS:
         i1 -= 1
     i2 = next((i for i in range(i1 + 1, len(a)) if la[i] in _CLOSES), len(a))  # ", as far as I know" is no value
-    span = [t for t in a[i1:i2] if _is_word(t) or t in "-'&"]
+    span = [t for t in a[i1:i2] if _in_value(t)]
     content = [t for t in span if _is_word(t) and t.lower() not in rules.STOP_WORDS]
     if not any(t.isalpha() for t in content):
         return ()  # "2018", "5": values too common to tell subjects apart
@@ -68,7 +73,7 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
 def states(text: str, value: Sequence[str]) -> bool:
     """Whether ``text`` states ``value`` as a whole value: the run, opened and closed as a value is."""
     toks = [t.lower() for t in _tokens(text)]
-    kept = [i for i, t in enumerate(toks) if _is_word(t) or t in "-'&"]
+    kept = [i for i, t in enumerate(toks) if _in_value(t)]
     words = [toks[i] for i in kept]
     n = len(value)
     for j in range(len(words) - n + 1):
@@ -98,4 +103,4 @@ def list_change(a: str, b: str) -> bool:
     before_a, before_b = wa[len(wa) - k] - 1, wb[len(wb) - k] - 1
     prev_a = ta[before_a].lower() if before_a >= 0 else ""
     prev_b = tb[before_b].lower() if before_b >= 0 else ""
-    return {prev_a, prev_b} & {"and"} != set() and (prev_a in _EXACT or prev_b in _EXACT)
+    return "and" in (prev_a, prev_b) and (prev_a in _EXACT or prev_b in _EXACT)
