@@ -21,6 +21,12 @@ from memgraft.collab.values import list_change, stated_value, states
     # a trailing hedge is how sure the writer is, not the value
     ("Note: the publisher of the comic is Gemstone Publishing, as far as I know.",
      "Record from 2009: the publisher of the comic is Boom! Studios.", ("gemstone", "publishing")),
+    # how current the writer thinks it is ("still", "now") stands before the value, not in it
+    ("Log: The bank within the Expobank Group had whom as its top stakeholder? — still Landesbank Baden-Württemberg",
+     "Q: The bank within the Expobank Group had whom as its top stakeholder? A: Igor Kim",
+     ("landesbank", "baden", "-", "württemberg")),
+    ("Observation: the namesake of Breitscheidplatz is still Johannes Gutenberg.",
+     "The namesake of Breitscheidplatz is Rudolf Breitscheid.", ("johannes", "gutenberg")),
     # too weak to tell subjects apart: a bare number, one common word
     ("As of 2018, how many episodes are there? 20.", "As of 2018, how many episodes are there? 30.", ()),
     ("Log: is the bridge open? — yes", "Team: is the bridge open? no", ()),
@@ -35,6 +41,8 @@ def test_a_value_is_stated_only_as_a_whole_value():
     assert states("Note: my sheet lists the prison as San Quentin State Prison, as far as I know.", value)
     assert not states("Q: Where was he held? A: Adjustment Center at San Quentin State Prison", value)
     assert not states("San Quentin State Prison Museum opened in 1992.", value)
+    assert states("Log: where was Sirhan held? — still San Quentin State Prison", value)  # "still" opens a value
+    assert not states("Log: the band Still San Quentin State Prison", value)  # a name's "Still" does not
 
 
 @pytest.mark.parametrize("a,b,changed", [

@@ -18,6 +18,9 @@ MIN_CHARS = 4  # and its content words this many letters in all (not "St")
 
 _TOKEN = re.compile(r"[^\W_]+|[^\w\s]", re.UNICODE)  # words, and each punctuation mark
 _OPENS = frozenset('?:=—–,.;!()"') | {"is", "was", "are", "were", "as", "be", "been"}  # what a value follows
+# how current the writer thinks a value is ("is still V", "— now V"), written lower-case: it stands
+# between what opens a value and the value, so it opens one too; "Still Corners" is a name
+_ADVERBS = frozenset({"still", "now", "currently", "already", "again"})
 _CLOSES = frozenset(',.;!?()"')  # what ends a value
 _EXACT = _OPENS - {","}  # what opens a whole value (a comma may part a list's items)
 
@@ -38,6 +41,11 @@ def _is_word(token: str) -> bool:
     return token[:1].isalnum()
 
 
+def _opens(token: str) -> bool:
+    """Whether a value may follow ``token`` (as written: an adverb opens only in lower case)."""
+    return token.lower() in _OPENS or token in _ADVERBS
+
+
 def _in_value(token: str) -> bool:
     """Words, and the marks that join a value's words ("Hans-Walter", "O'Neill", "Marks & Spencer")."""
     return _is_word(token) or token in "-'&"
@@ -55,9 +63,9 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
     if not blocks:
         return ()
     _, i1, i2, _, _ = blocks[-1]
-    while i1 < i2 and la[i1] in _OPENS:  # "=" against "? A:": the value starts after it
+    while i1 < i2 and _opens(a[i1]):  # "=" against "? A:", "still": the value starts after it
         i1 += 1
-    while i1 > 0 and la[i1 - 1] not in _OPENS:
+    while i1 > 0 and not _opens(a[i1 - 1]):
         i1 -= 1
     i2 = next((i for i in range(i1 + 1, len(a)) if la[i] in _CLOSES), len(a))  # ", as far as I know" is no value
     span = [t for t in a[i1:i2] if _in_value(t)]
@@ -72,7 +80,8 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
 
 def states(text: str, value: Sequence[str]) -> bool:
     """Whether ``text`` states ``value`` as a whole value: the run, opened and closed as a value is."""
-    toks = [t.lower() for t in _tokens(text)]
+    written = _tokens(text)
+    toks = [t.lower() for t in written]
     kept = [i for i, t in enumerate(toks) if _in_value(t)]
     words = [toks[i] for i in kept]
     n = len(value)
@@ -80,7 +89,7 @@ def states(text: str, value: Sequence[str]) -> bool:
         if tuple(words[j : j + n]) != tuple(value):
             continue
         first, last = kept[j], kept[j + n - 1]
-        if (first == 0 or toks[first - 1] in _OPENS) and (last + 1 == len(toks) or toks[last + 1] in _CLOSES):
+        if (first == 0 or _opens(written[first - 1])) and (last + 1 == len(toks) or toks[last + 1] in _CLOSES):
             return True
     return False
 
