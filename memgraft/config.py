@@ -167,6 +167,9 @@ class HiCoMERSettings(_Section):
     # An earlier memory that states, word for word, the value of a note the group's team memory just overruled
     # is superseded by that team memory too (memgraft.collab.carry): the note links two wordings of one subject.
     carry_overruled: bool = True
+    # A note that a team memory of its own group states again is not overruled by the group's other team
+    # memories (one group's team memories hold together: the conflict read is with another subject).
+    judge_coexisting: bool = True
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
     validity_scorer: str = "state"

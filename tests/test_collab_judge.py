@@ -66,6 +66,36 @@ def test_a_stale_note_is_revised_and_a_note_never_outdates_a_record(policy):
     assert action is Action.keep
 
 
+def test_a_note_its_own_group_states_again_is_kept_whatever_else_the_group_holds(settings, embedder):
+    """TimeQA val: Cospaia's note, restated by Cospaia's record of the same group, read as conflicting with
+    Florence's record beside it ("Grand Dukes" against "Grand Duchy"); one group's team memories hold
+    together, so that conflict is with another subject. Without the rule the note is revised."""
+    from dataclasses import replace
+
+    from memgraft.collab.types import Relation as R
+
+    cospaia = ("The small state within modern-day Italy, located in northern Umbria, Republic of Cospaia, shared its "
+               "border with what state?")
+    note = mem("note", "individual", f'Note: my sheet lists "{cospaia}" as Grand Duchy of Tuscany.')
+    record = mem("cospaia", "team", f"Record from 1569: {cospaia} Grand Duchy of Tuscany.")
+    florence = mem("florence", "team", "The Central-Northern Italian city Florence was the most important city of "
+                                       "what? Grand Dukes of Tuscany.")
+    default = make_policy(settings, embedder=embedder)
+    [p_florence, p_record] = default.judge_pairs([note, note], [florence, record])
+    assert p_florence[2] >= default.threshold and p_record[1] > max(p_record[0], p_record[2])
+    target = Target("intra", note, (record, florence), record.time)
+    [j] = default.judge([target])
+    assert (j.relation, j.action) == (R.compatible, Action.keep) and "agrees with cospaia" in j.reason
+    [off] = replace(default, coexisting=False).judge([target])
+    assert (off.relation, off.action) == (R.contradiction, Action.revise)
+    # a record of another group (a later one, as at the inter step) still overrules the note
+    later = replace(florence, memory_id="later", group_id="g9",
+                    original=f"Record from 1600: {cospaia} Papal States.", maintained=f"Record from 1600: {cospaia} "
+                                                                                   "Papal States.")
+    [j] = default.judge([Target("inter", note, (later,), record.time)])
+    assert (j.relation, j.action) == (R.contradiction, Action.revise)
+
+
 def test_make_policy_defaults_to_the_judge_and_refuses_other_vectors(settings, embedder):
     assert settings.hicomer.updater_policy == "judge"
     assert isinstance(make_policy(settings, embedder=embedder), JudgePolicy)

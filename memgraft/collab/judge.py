@@ -245,13 +245,15 @@ class JudgePolicy:
     second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.pair_encoder)
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
+    coexisting: bool = True  # a reference that restates a memory written beside the target does not overrule it
 
     @classmethod
     def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
                       second: "PairEncoder | None" = None) -> "JudgePolicy":
         """The policy over ``model`` with ``hicomer``'s threshold and second-opinion blend (``second``: its encoder)."""
         return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
-                   second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight)
+                   second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight,
+                   coexisting=hicomer.judge_coexisting)
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
@@ -280,6 +282,17 @@ class JudgePolicy:
             by_target.setdefault(id(t), []).append((p, r))
         return [self._decide(t, by_target.get(id(t), [])) for t in targets]
 
+    @staticmethod
+    def _beside(target: Memory, scored: list[tuple[np.ndarray, Memory]], conflicting: set[str]) -> Memory | None:
+        """A team memory written in the target's own group (the intra step) that the judge reads as stating
+        it again. One group's memories are written at one time and its team memories hold together, so
+        the group's other team memories cannot have replaced the target: a conflict read with one of them
+        is with another subject (a note on Cospaia's neighbour, "Grand Duchy of Tuscany", restated by
+        Cospaia's record and read as conflicting with Florence's "Grand Dukes of Tuscany" beside it)."""
+        agreeing = [(float(p[1]), r) for p, r in scored if r.type == "team" and r.group_id == target.group_id
+                    and r.memory_id not in conflicting and p[1] > max(p[0], p[2])]
+        return max(agreeing, key=lambda x: x[0])[1] if agreeing else None
+
     def _decide(self, target: Target, scored: list[tuple[np.ndarray, Memory]]) -> Judgement:
         keep = target.memory.maintained
         if not scored:
@@ -287,6 +300,10 @@ class JudgePolicy:
         # a pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value
         contra = [(float(p[2]), r) for p, r in scored if p[2] >= self.threshold
                   or (p[1] > p[0] and values.list_change(target.memory.maintained, r.maintained))]
+        beside = self._beside(target.memory, scored, {r.memory_id for _, r in contra}) \
+            if contra and self.coexisting else None
+        if beside is not None:  # its own group states it again: the conflicts read there are with other subjects
+            contra = [(p, r) for p, r in contra if r.group_id != target.memory.group_id]
         if contra:
             # a reference with the authority to settle it first, then the most probable
             p, ref = max(contra, key=lambda x: (may_revise(target.memory, x[1]), x[0]))
