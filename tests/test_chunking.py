@@ -52,3 +52,31 @@ def test_chunk_batch_flattens_documents(tokenizer):
     out = chunk_batch(tokenizer, {"doc_id": ["a", "b"], "text": ["short one", "word " * 500]}, 200, 50)
     assert out["doc_id"].count("a") == 1 and out["doc_id"].count("b") == 3  # 500 tokens: windows at 0, 150, 300
     assert out["n_tokens"][0] == 2
+
+
+def test_the_chunk_tokenizer_is_transformers_own_without_importing_it(settings):
+    """Chunk windows are counted by the tokenizer.json alone (the `tokenizers` library): the same tokens and
+    offsets as transformers' tokenizer of the model, and a fresh Ray worker that chunks imports neither
+    transformers nor torch (2 s each; 8 chunk workers took a third of the MuSiQue chunk stage on 2 cores)."""
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from memgraft.models.embedder import FastTokenizer, load_tokenizer
+    from memgraft.models.registry import resolve
+
+    fast = load_tokenizer(settings.models.embedder)
+    assert isinstance(fast, FastTokenizer)
+    reference = AutoTokenizer.from_pretrained(resolve(settings.models.embedder))
+    for text in ["word " * 700, "Ünïcödé — “quotes” 𝔘𝔫𝔦 \u200b and a URL https://x.org/a?b=1", "", "Émile Zola's J'accuse…!"]:
+        ours = fast(text, add_special_tokens=False, return_offsets_mapping=True)
+        theirs = reference(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        assert ours["input_ids"] == theirs["input_ids"]
+        assert [tuple(o) for o in ours["offset_mapping"]] == [tuple(o) for o in theirs["offset_mapping"]]
+    code = ("import sys; from memgraft.models.embedder import load_tokenizer; from memgraft.text.chunking import "
+            f"chunk_batch; chunk_batch(load_tokenizer({settings.models.embedder!r}), "
+            "{'doc_id': ['d'], 'text': ['some words ' * 300]}, 200, 50); "
+            "print(sorted(m for m in ('transformers', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
