@@ -245,7 +245,7 @@ class JudgePolicy:
     second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.pair_encoder)
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
-    coexisting: bool = True  # a reference that restates a memory written beside the target does not overrule it
+    coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it
 
     @classmethod
     def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
