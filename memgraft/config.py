@@ -170,6 +170,9 @@ class HiCoMERSettings(_Section):
     # A note that a team memory of its own group states again is not overruled by the group's other team
     # memories (one group's team memories hold together: the conflict read is with another subject).
     judge_coexisting: bool = True
+    # A memory supersedes one subject's memories: of those it would revise, one the judge reads as about another
+    # subject than the memory it contradicts most surely is judged again without it (memgraft.collab.judge).
+    judge_one_subject: bool = True
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
     validity_scorer: str = "state"

@@ -96,6 +96,31 @@ def test_a_note_its_own_group_states_again_is_kept_whatever_else_the_group_holds
     assert (j.relation, j.action) == (R.contradiction, Action.revise)
 
 
+def test_a_record_supersedes_one_subjects_memories_the_one_it_contradicts_most_surely(settings, embedder):
+    """TimeQA val: Siemens's new CEO was read as conflicting with the Swedish Air Staff's chief (about 0.5)
+    as well as with Siemens's last CEO and a stale note (about 1.0). The two sets are about different
+    subjects (the judge reads them as neutral to each other), so only Siemens's are superseded; a subject's
+    record and its note together are one set and both go."""
+    from dataclasses import replace
+
+    ceo = "Who served as the chief executive officer of Siemens?"
+    new = mem("new", "team", f"{ceo} Klaus Kleinfeld.", years=12)
+    old = mem("old", "team", "As of 1992, Name the chief executive officer of Siemens? Heinrich von Pierer.", years=2)
+    note = mem("note", "individual", f'Note: my sheet still lists "{ceo}" as Heinrich von Pierer.', years=12)
+    air = mem("air", "team", "The staff of the Chief of the Swedish Air Force known as the Air Staff was commanded by "
+                             "which Chief? Dick Stenberg.", years=1)
+    default = make_policy(settings, embedder=embedder)
+    assert default.one_subject
+    targets = [Target("inter", m, (new,), new.time) for m in (old, note, air)]
+    off = replace(default, one_subject=False).judge(targets)
+    assert [j.action for j in off] == [Action.revise] * 3  # without the rule the Air Staff's chief goes too
+    on = default.judge(targets)
+    assert [j.action for j in on] == [Action.revise, Action.revise, Action.keep]
+    assert on[2].relation is not Relation.contradiction
+    # one subject's memories only: nothing is dropped
+    assert [j.action for j in default.judge(targets[:2])] == [Action.revise, Action.revise]
+
+
 def test_make_policy_defaults_to_the_judge_and_refuses_other_vectors(settings, embedder):
     assert settings.hicomer.updater_policy == "judge"
     assert isinstance(make_policy(settings, embedder=embedder), JudgePolicy)

@@ -246,6 +246,7 @@ class JudgePolicy:
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
     coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it
+    one_subject: bool = True  # a memory supersedes one subject's memories (the one it contradicts most surely)
 
     @classmethod
     def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
@@ -253,7 +254,7 @@ class JudgePolicy:
         """The policy over ``model`` with ``hicomer``'s threshold and second-opinion blend (``second``: its encoder)."""
         return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
                    second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight,
-                   coexisting=hicomer.judge_coexisting)
+                   coexisting=hicomer.judge_coexisting, one_subject=hicomer.judge_one_subject)
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
@@ -280,7 +281,35 @@ class JudgePolicy:
         by_target: dict[int, list[tuple[np.ndarray, Memory]]] = {}
         for (t, r), p in zip(pairs, probs):
             by_target.setdefault(id(t), []).append((p, r))
-        return [self._decide(t, by_target.get(id(t), [])) for t in targets]
+        out = [self._decide(t, by_target.get(id(t), [])) for t in targets]
+        return self._one_subject(targets, out, by_target) if self.one_subject else out
+
+    def _one_subject(self, targets: Sequence[Target], out: list[Judgement],
+                     by_target: dict[int, list[tuple[np.ndarray, Memory]]]) -> list[Judgement]:
+        """A memory states one subject's attribute, so what it supersedes is about one subject: the subject
+        of the memory it contradicts most surely. Of the others it would revise, one the judge reads as
+        about another subject than that memory (neutral to it) is judged again without it. Siemens's new
+        CEO retires Siemens's last CEO (1.00), not the Swedish Air Staff's chief (0.51)."""
+        by_ref: dict[str, list[int]] = {}
+        for i, j in enumerate(out):
+            if j.action is Action.revise and j.reference:
+                by_ref.setdefault(j.reference, []).append(i)
+        dropped: dict[int, set[str]] = {}
+        for ref, idx in by_ref.items():
+            if len(idx) < 2:
+                continue
+            sure = [max((float(p[2]) for p, r in by_target[id(targets[i])] if r.memory_id == ref), default=0.0)
+                    for i in idx]
+            anchor = idx[int(np.argmax(sure))]
+            others = [i for i in idx if i != anchor]
+            probs = self.judge_pairs([targets[i].memory for i in others], [targets[anchor].memory] * len(others))
+            for i, p in zip(others, probs):
+                if p[0] >= max(p[1], p[2]):  # another subject than the anchor's
+                    dropped.setdefault(i, set()).add(ref)
+        for i, refs in dropped.items():
+            t = targets[i]
+            out[i] = self._decide(t, [(p, r) for p, r in by_target[id(t)] if r.memory_id not in refs])
+        return out
 
     @staticmethod
     def _beside(target: Memory, scored: list[tuple[np.ndarray, Memory]], conflicting: set[str]) -> Memory | None:
