@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from memgraft.collab import rules, values
-from memgraft.collab.policies import Judgement, Target, normalise
+from memgraft.collab.policies import Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
 from memgraft.collab.weights import read_weights, save_weights, weights_path
 
@@ -221,17 +221,6 @@ def load_judge(path: str | Path = "bundled") -> PairJudge:
     judge = PairJudge(**config)
     judge.load_state_dict(blob["state"])
     return judge.eval()
-
-
-def may_revise(target: Memory, reference: Memory) -> bool:
-    """Authority: a team memory settles a conflict; an individual note settles one with another
-    individual note only when it states a change or a prohibition."""
-    if reference.type == "team":
-        return True
-    if target.type == "team":
-        return False
-    text = reference.maintained
-    return rules.has_change_cue(text) or rules.has_prohibition_cue(text)
 
 
 @dataclass

@@ -100,6 +100,17 @@ def normalise(target: Target, relation: Relation | str, action: Action | str, ma
     return Judgement(relation, action, text, reason, ref.memory_id if ref is not None else "")
 
 
+def may_revise(target: Memory, reference: Memory) -> bool:
+    """Authority: a team memory settles a conflict; an individual note settles one with another
+    individual note only when it states a change or a prohibition."""
+    if reference.type == "team":
+        return True
+    if target.type == "team":
+        return False
+    text = reference.maintained
+    return rules.has_change_cue(text) or rules.has_prohibition_cue(text)
+
+
 # -- the rule-based baseline ---------------------------------------------------------------------
 
 
@@ -181,23 +192,22 @@ class RulesPolicy:
             conflict = verdict == "conflict"
         if not conflict:
             return Relation.compatible, False
-        authority = reference.type == "team" or (target.type == "individual" and (change or prohibition))
-        return Relation.contradiction, authority
+        return Relation.contradiction, may_revise(target, reference)
 
     def _judge_one(self, target: Target, vectors: dict[str, np.ndarray]) -> Judgement:
         rank = {Relation.neutral: 0, Relation.compatible: 1, Relation.contradiction: 2}
         best: tuple[tuple, Relation, bool, Memory] | None = None
         for ref in target.against:
-            rel, may_revise = self.relation(target.memory, ref, vectors)
-            key = (rank[rel], may_revise, ref.type == "team", rules.overlap(target.memory.maintained, ref.maintained)[0])
+            rel, allowed = self.relation(target.memory, ref, vectors)
+            key = (rank[rel], allowed, ref.type == "team", rules.overlap(target.memory.maintained, ref.maintained)[0])
             if best is None or key > best[0]:
-                best = (key, rel, may_revise, ref)
+                best = (key, rel, allowed, ref)
         if best is None or best[1] is Relation.neutral:
             return Judgement(Relation.neutral, Action.keep, target.memory.maintained, "no memory on the same topic")
-        _, rel, may_revise, ref = best
+        _, rel, allowed, ref = best
         if rel is Relation.compatible:
             return Judgement(rel, Action.keep, target.memory.maintained, f"agrees with {ref.memory_id}")
-        if not may_revise:
+        if not allowed:
             return Judgement(rel, Action.keep, target.memory.maintained,
                              f"conflicts with {ref.memory_id}, which cannot overrule it")
         return normalise(target, rel, Action.revise, "", f"superseded by {ref.memory_id}", reference=ref)

@@ -38,8 +38,7 @@ import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
 from memgraft.collab import carry
-from memgraft.collab.judge import may_revise
-from memgraft.collab.policies import Judgement, Target, UpdatePolicy, normalise
+from memgraft.collab.policies import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
 from memgraft.ids import content_hash
