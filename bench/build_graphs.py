@@ -4,7 +4,8 @@
         --questions ../shared/data/musique/musique_train.json [--limit N] [--out DIR] [--set k=v ...]
 
 1. The pipeline (``pipelines.build_graphs.run_build``) on a local Ray started
-   beforehand (its start-up is reported apart): wall seconds, chunks/s, tokens/s.
+   beforehand (its start-up is reported apart), which it may stop once the rest runs
+   in the driver, as a build that starts its own Ray does: wall seconds, chunks/s, tokens/s.
 2. The bare stages on the same texts, in this process, without Ray, each alone,
    after a small warm-up, with the torch threads the pipeline's actors set
    (``--bare-threads`` to change):
@@ -244,7 +245,8 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
         bg._tables = _tables_with_stats
     t = time.perf_counter()
     try:
-        report = bg.run_build(settings, str(corpus), str(graph_dir))
+        cpus = ray.cluster_resources().get("CPU")
+        report = bg.run_build(settings, str(corpus), str(graph_dir), release_ray=True)  # as when the build starts Ray
     finally:
         if ray_stats:
             bg._tables = original
@@ -255,7 +257,7 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
         "seconds": seconds, "docs": report.processed_docs, "chunks": report.new_chunks, "tokens": report.new_tokens,
         "dtypes": report.dtypes,
         "counts": report.counts, "rejected": len(report.rejected), "extract_failures": len(report.extract_failures),
-        "phases": phases, "ray_stats": stats, "cluster_cpus": ray.cluster_resources().get("CPU"),
+        "phases": phases, "ray_stats": stats, "cluster_cpus": cpus,
     }
 
 

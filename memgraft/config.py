@@ -104,6 +104,10 @@ class PipelineSettings(_Section):
     # the driver: a second actor pool's start-up and model load cost more than it saves on
     # small graphs. 0: always on the actor pool (a cluster, where the driver has no GPU).
     driver_embed_max_texts: int = 0
+    # The driver embeds the chunks as they stream out of extraction, on the cores the extract actors leave,
+    # with the model it keeps for the entity and relation texts (pipelines/driver_embed.py): one model load
+    # per build, not one per actor and one in the driver. Off: an embedding actor pool (a cluster, a GPU).
+    embed_chunks_in_driver: bool = False
 
 
 class HGMemSettings(_Section):

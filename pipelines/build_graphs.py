@@ -3,8 +3,9 @@
     python pipelines/build_graphs.py --input PATH --output DIR [--append] [--delete DOC_ID ...]
     ray job submit --working-dir . -- python pipelines/build_graphs.py --input PATH --output DIR
 
-read (tasks) -> chunk (tasks) -> extract (actor pool) -> embed chunks (actor pool)
--> merge (driver, polars) -> embed new entity/relation texts (actor pool)
+read (tasks) -> chunk (tasks) -> extract (actor pool) -> embed chunks (actor pool; the local
+profile: the driver, as blocks stream out, pipelines/driver_embed.py) -> merge (driver, polars)
+-> embed new entity/relation texts (actor pool; the driver below pipeline.driver_embed_max_texts)
 -> FAISS indexes -> Parquet tables, vectors, indexes and manifest.json.
 """
 
@@ -34,6 +35,7 @@ from memgraft.models.registry import display_name
 from memgraft.models.threads import available_cpus
 from memgraft.progress import Progress
 from memgraft.text.documents import list_input_files
+from pipelines.driver_embed import driver_embedder, embed_stream
 from pipelines.runtime import configure_output, init_ray, ray_data_draws_bars
 from pipelines.stages import EmbedStage, ExtractStage, chunk_docs, embedding_matrix, keep_docs, read_file_rows
 
@@ -160,9 +162,12 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
         ds = ds.map_batches(ExtractStage, batch_size=p.extract_batch_size,
                             fn_constructor_kwargs={"settings": settings, "factory": extractor_factory},
                             **_actor_args(settings, p.extract_actors))
+    progress = _stage_progress("chunk, extract, embed chunks", len(doc_ids), "documents")
+    if p.embed_chunks_in_driver:  # the core the extractor leaves, and one model load for the build
+        return embed_stream(ds, settings, progress, _distinct("doc_id"))
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
                         **_actor_args(settings, p.embed_actors))
-    return _tables(ds, _stage_progress("chunk, extract, embed chunks", len(doc_ids), "documents"), _distinct("doc_id"))
+    return _tables(ds, progress, _distinct("doc_id"))
 
 
 def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str] | None = None) -> np.ndarray:
@@ -186,9 +191,7 @@ def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str
 def _embed_unique(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str]) -> np.ndarray:
     p = settings.pipeline
     if len(texts) <= p.driver_embed_max_texts:  # small graph: no second actor pool to start
-        from memgraft.models.embedder import load_embedder
-
-        embedder, step = load_embedder(settings), max(1, p.embed_batch_size)
+        embedder, step = driver_embedder(settings), max(1, p.embed_batch_size)
         dtypes["embed_graph"] = f"{getattr(embedder, 'dtype', 'unknown')} (driver)"
         vecs = np.empty((len(texts), dim), np.float32)
         with Progress("embed entities and relations", len(texts), "texts") as bar:
@@ -214,8 +217,10 @@ def run_build(
     append: bool = False,
     deletes: list[str] | None = None,
     extractor_factory: Callable[[Settings], Extractor] | None = None,
+    release_ray: bool | None = None,
 ) -> BuildReport:
-    """Build (or incrementally update) the graph folder at ``output``."""
+    """Build (or incrementally update) the graph folder at ``output``. ``release_ray``: stop Ray once the rest
+    of the build runs in the driver (None: when this build started it)."""
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     deletes = list(deletes or [])
@@ -226,7 +231,7 @@ def run_build(
     old = folder.read() if incremental and folder.exists() else None
     if incremental and old is None and deletes:
         raise FileNotFoundError(f"--delete needs an existing graph at {output}")
-    init_ray()
+    started = init_ray()
 
     read = read_stage(settings, input_path) if input_path else pa.table({"kind": pa.array([], pa.string())})
     docs, rejected = _dedupe(read) if input_path else ({}, [])
@@ -243,7 +248,8 @@ def run_build(
     processed = process_stage(settings, read, plan.process, extractor_factory) if plan.process else None
     timings["chunk_extract_embed"] = time.perf_counter() - t
     dim = _embed_dim(settings, processed)
-    dtypes = {"embed_chunks": f"{stage_dtypes(processed)} (actors)"} if processed is not None else {}
+    where = "driver" if settings.pipeline.embed_chunks_in_driver else "actors"
+    dtypes = {"embed_chunks": f"{stage_dtypes(processed)} ({where})"} if processed is not None else {}
     if processed is not None and "embedder_dtype" in processed.column_names:
         processed = processed.drop_columns(["embedder_dtype"])
     if processed is None or processed.num_rows == 0:
@@ -271,8 +277,14 @@ def run_build(
     graph, pending = graph_build.assemble(old, plan, documents, processed, chunk_vecs,
                                           max_description_parts=settings.extraction.max_description_parts, dim=dim)
     timings["merge"] = time.perf_counter() - t
+    texts = pending.entity_texts + pending.relation_texts
+    if (started if release_ray is None else release_ray) and len(texts) <= settings.pipeline.driver_embed_max_texts:
+        # the rest runs in the driver: a local Ray's idle processes slowed its encoding by 6-15% on 2 cores
+        t = time.perf_counter()
+        ray.shutdown()
+        timings["release_ray"] = time.perf_counter() - t
     t = time.perf_counter()
-    vecs = embed_texts(settings, pending.entity_texts + pending.relation_texts, dim, dtypes)
+    vecs = embed_texts(settings, texts, dim, dtypes)
     graph_build.fill_vectors(graph, pending, vecs[: len(pending.entity_rows)], vecs[len(pending.entity_rows):])
     timings["embed_graph"] = time.perf_counter() - t
 

@@ -63,10 +63,15 @@ def ray_data_draws_bars() -> bool:
     return sys.stdout.isatty() and ray.data.DataContext.get_current().enable_progress_bars
 
 
-def init_ray(address: str | None = None, **kwargs: Any) -> None:
-    """Join ``address`` (None: RAY_ADDRESS or a running head, else a new local Ray) unless Ray is up."""
+def init_ray(address: str | None = None, **kwargs: Any) -> bool:
+    """Join ``address`` (None: RAY_ADDRESS or a running head, else a new local Ray) unless Ray is up.
+    True when this call started a new local Ray, which the caller may then stop when done with it."""
+    started = False
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=True, configure_logging=False, **kwargs)
+        node = getattr(ray._private.worker, "_global_node", None)  # set by ray.init; head only if it started one
+        started = bool(getattr(node, "head", False))
     ctx = ray.data.DataContext.get_current()
     if not _verbose and not sys.stdout.isatty():
         ctx.enable_progress_bars = False
+    return started

@@ -80,12 +80,17 @@ class EmbedStage:
         self.text_column = text_column
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        vecs = self.embedder.encode(batch.column(self.text_column).to_pylist())
-        column = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), pa.float32()), self.embedder.dim)
-        # the dtype this actor's model ran in ("auto" resolves per machine): the build reports it per stage
-        dtype = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)),
-                                               pa.array([str(getattr(self.embedder, "dtype", "unknown"))]))
-        return batch.append_column("embedding", column).append_column("embedder_dtype", dtype)
+        return with_embeddings(batch, self.embedder, self.text_column)
+
+
+def with_embeddings(batch: pa.Table, embedder: Any, text_column: str = "text") -> pa.Table:
+    """``batch`` with a fixed-size-list ``embedding`` column of its texts, and ``embedder_dtype``: the dtype the
+    model ran in ("auto" resolves per machine), which the build reports per stage."""
+    vecs = np.asarray(embedder.encode(batch.column(text_column).to_pylist()), np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), pa.float32()), embedder.dim)
+    dtype = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)),
+                                           pa.array([str(getattr(embedder, "dtype", "unknown"))]))
+    return batch.append_column("embedding", column).append_column("embedder_dtype", dtype)
 
 
 def embedding_matrix(table: pa.Table, dim: int) -> np.ndarray:

@@ -61,13 +61,65 @@ def test_end_to_end_folder(slice_graph):
     # each embedding stage names the dtype its model ran in ("auto" resolves per machine); the graph keeps no trace
     assert set(report.dtypes) == {"embed_chunks", "embed_graph"}
     ran = {k: v.split(" (") for k, v in report.dtypes.items()}
-    assert ran["embed_chunks"][1] == "actors)" and ran["embed_graph"][1] in ("driver)", "actors)")
+    assert ran["embed_chunks"][1] == "driver)" and ran["embed_graph"][1] == "driver)"  # the local profile
     assert {ran["embed_chunks"][0], ran["embed_graph"][0]} <= {"float32", "bfloat16"}
     assert "embedder_dtype" not in t["chunks"].column_names
 
 
-def test_rebuild_gives_identical_tables(slice_graph, settings, musique_slice, tmp_path):
+def test_chunks_embedded_on_an_actor_pool_give_the_same_graph(slice_graph, settings, musique_slice, tmp_path):
+    """The cluster's way (an embedding actor pool) and the local profile's (the driver, as blocks stream out of
+    extraction) give the same tables and the same vectors, up to bf16 batches padded differently."""
     out, _ = slice_graph
+    pool = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(update={"embed_chunks_in_driver": False})})
+    report = build(pool, musique_slice, tmp_path / "pool")
+    assert report.dtypes["embed_chunks"].endswith("(actors)")
+    assert_same_tables(out, tmp_path / "pool")
+    np.testing.assert_allclose(np.load(out / "vectors" / "chunks.npy"), np.load(tmp_path / "pool" / "vectors" / "chunks.npy"),
+                               atol=2e-2)
+
+
+def test_a_failure_in_the_stream_reaches_the_driver(ray_local, settings):
+    import pyarrow as pa
+    import ray
+
+    from memgraft.progress import Progress
+    from pipelines.driver_embed import embed_stream
+
+    def broken(batch):
+        if 7 in batch["id"]:
+            raise ValueError("chunk 7 is unreadable")
+        return {"text": [f"passage {i}" for i in batch["id"]]}
+
+    ds = ray.data.range(20, override_num_blocks=4).map_batches(broken, batch_size=5)
+    with pytest.raises(Exception, match="chunk 7 is unreadable"):
+        embed_stream(ds, settings, Progress("test", enabled=False), lambda b: b.num_rows)
+    ok = ray.data.range(6).map_batches(lambda b: {"text": [f"passage {i}" for i in b["id"]]})
+    table = embed_stream(ok, settings, Progress("test", enabled=False), lambda b: b.num_rows)
+    assert table.num_rows == 6 and table.schema.field("embedding").type == pa.list_(pa.float32(), 384)
+
+
+def test_a_build_that_started_ray_stops_it_before_the_drivers_own_work(musique_slice, tmp_path):
+    """In its own process with a Ray of its own (RAY_ADDRESS=local): the build stops it once the rest runs in
+    the driver, and the graph is whole; a build that joined a running Ray (every other test) leaves it up."""
+    import subprocess
+
+    code = ("import json, sys, ray; from pipelines.build_graphs import run_build; "
+            "from memgraft.config import load_settings; "
+            "r = run_build(load_settings('local'), sys.argv[1], sys.argv[2]); "
+            "print(json.dumps({'released': 'release_ray' in r.timings, 'up': ray.is_initialized(), "
+            "'entities': r.counts['entities']}))")
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    proc = subprocess.run([sys.executable, "-c", code, str(musique_slice), str(tmp_path / "g")], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["released"] and not out["up"] and out["entities"] > 0
+    assert (tmp_path / "g" / "manifest.json").exists()
+
+
+def test_rebuild_gives_identical_tables(slice_graph, settings, musique_slice, tmp_path):
+    out, report = slice_graph
+    assert "release_ray" not in report.timings  # it joined the tests' Ray: that stays up
     build(settings, musique_slice, tmp_path / "again")
     assert_same_tables(out, tmp_path / "again")
 
