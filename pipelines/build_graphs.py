@@ -170,10 +170,14 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
     return _tables(ds, progress, _distinct("doc_id"))
 
 
-def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str] | None = None) -> np.ndarray:
+def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str] | None = None,
+                before_driver: Callable[[], None] | None = None) -> np.ndarray:
     """Embed in the driver (few texts) or on an actor pool; each distinct text is embedded once.
-    ``dtypes`` gets the dtype the model ran in, under ``embed_graph``."""
+    ``dtypes`` gets the dtype the model ran in, under ``embed_graph``; ``before_driver`` runs first when
+    the work is the driver's (no Ray needed from there on)."""
     if not texts:
+        if before_driver is not None:
+            before_driver()
         return np.zeros((0, dim), np.float32)
     # By a dict, not np.unique: that made a fixed-width unicode array as wide as the longest
     # text and sorted it, 2.5 s for MuSiQue's 100k entity and relation texts (this: 0.03 s).
@@ -184,13 +188,17 @@ def embed_texts(settings: Settings, texts: list[str], dim: int, dtypes: dict[str
     # padded to its longest text; unsorted, that nearly doubles the encoder's work).
     by_length = np.argsort([len(t) for t in unique], kind="stable")
     vecs = np.empty((len(unique), dim), np.float32)
-    vecs[by_length] = _embed_unique(settings, [unique[i] for i in by_length], dim, dtypes if dtypes is not None else {})
+    vecs[by_length] = _embed_unique(settings, [unique[i] for i in by_length], dim, dtypes if dtypes is not None else {},
+                                    before_driver)
     return vecs[inverse]
 
 
-def _embed_unique(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str]) -> np.ndarray:
+def _embed_unique(settings: Settings, texts: list[str], dim: int, dtypes: dict[str, str],
+                  before_driver: Callable[[], None] | None) -> np.ndarray:
     p = settings.pipeline
     if len(texts) <= p.driver_embed_max_texts:  # small graph: no second actor pool to start
+        if before_driver is not None:
+            before_driver()
         embedder, step = driver_embedder(settings), max(1, p.embed_batch_size)
         dtypes["embed_graph"] = f"{getattr(embedder, 'dtype', 'unknown')} (driver)"
         vecs = np.empty((len(texts), dim), np.float32)
@@ -277,16 +285,17 @@ def run_build(
     graph, pending = graph_build.assemble(old, plan, documents, processed, chunk_vecs,
                                           max_description_parts=settings.extraction.max_description_parts, dim=dim)
     timings["merge"] = time.perf_counter() - t
-    texts = pending.entity_texts + pending.relation_texts
-    if (started if release_ray is None else release_ray) and len(texts) <= settings.pipeline.driver_embed_max_texts:
-        # the rest runs in the driver: a local Ray's idle processes slowed its encoding by 6-15% on 2 cores
-        t = time.perf_counter()
+
+    def release() -> None:  # the rest runs in the driver: a local Ray's idle processes slowed it by 6-15% on 2 cores
+        r = time.perf_counter()
         ray.shutdown()
-        timings["release_ray"] = time.perf_counter() - t
+        timings["release_ray"] = time.perf_counter() - r
+
     t = time.perf_counter()
-    vecs = embed_texts(settings, texts, dim, dtypes)
+    vecs = embed_texts(settings, pending.entity_texts + pending.relation_texts, dim, dtypes,
+                       before_driver=release if (started if release_ray is None else release_ray) else None)
     graph_build.fill_vectors(graph, pending, vecs[: len(pending.entity_rows)], vecs[len(pending.entity_rows):])
-    timings["embed_graph"] = time.perf_counter() - t
+    timings["embed_graph"] = time.perf_counter() - t - timings.get("release_ray", 0.0)  # each phase once
 
     t = time.perf_counter()
     indexes = {}
