@@ -19,41 +19,20 @@ reference answers are the list ``answers``.
 - **longbench**: JSONL (or a JSON list) ``{"id" | "_id", "question" | "input", ...}``;
   ``context`` (the documents the graph is built from) is dropped; reference answers, if
   any (``answers``, or ``answer``), become ``answers``.
+- **prelude**: PRELUDE's Parquet (or JSONL, CSV) via :mod:`memgraft.eval.prelude`: one true/false
+  question per prequel ("consistent with the book?"), with ``claim``, ``label`` and ``gold``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-from memgraft.eval import musique
+from memgraft.eval import musique, prelude
+from memgraft.eval.records import ANSWER_FIELDS, DatasetError, read_records
 
-DATASETS = ("musique", "narrativeqa", "nocha", "longbench")
-
-# Fields an answer line writes itself: gold under these names would be overwritten.
-ANSWER_FIELDS = frozenset({"answer", "method", "error", "steps", "llm_calls", "prompt_tokens", "completion_tokens",
-                           "seconds", "trace", "traceback"})
-
-
-class DatasetError(ValueError):
-    pass
-
-
-def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Objects from a JSONL file, or from a JSON file holding a list of them."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json" and text.lstrip().startswith("["):
-        yield from json.loads(text)
-        return
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}:{n}: not JSON ({err.msg})") from err
-
+DATASETS = ("musique", "narrativeqa", "nocha", "longbench", "prelude")
 
 def _text(value: Any) -> str:
     return str(value.get("text", "")) if isinstance(value, Mapping) else str(value)
@@ -156,14 +135,19 @@ LOADERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "narrativeqa": narrativeqa_questions,
     "nocha": nocha_questions,
     "longbench": longbench_questions,
+    "prelude": prelude.prelude_questions,
 }
 
 
-def load_dataset(dataset: str, path: str | Path, *, corpus: str | Path | None = None) -> list[dict[str, Any]]:
+def load_dataset(dataset: str, path: str | Path, *, corpus: str | Path | None = None,
+                 columns: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """``corpus`` is MuSiQue's passage file; ``columns`` names PRELUDE's columns (field -> column)."""
     if dataset not in LOADERS:
         raise DatasetError(f"unknown dataset {dataset!r}; datasets: {', '.join(DATASETS)}")
     if dataset == "musique":
         return musique_questions(path, corpus)
+    if dataset == "prelude":
+        return prelude.prelude_questions(path, columns)
     return LOADERS[dataset](path)
 
 

@@ -23,7 +23,7 @@ from memgraft.eval import musique, scoring
 from memgraft.eval.datasets import DATASETS, load_dataset
 from memgraft.eval.judges import Judge
 
-JUDGED = ("narrativeqa", "nocha", "longbench")
+JUDGED = ("narrativeqa", "nocha", "longbench", "prelude")
 
 # Columns of the printed table, per dataset, then the cost columns every dataset gets.
 COLUMNS = {
@@ -31,6 +31,7 @@ COLUMNS = {
     "narrativeqa": ("accuracy",),
     "nocha": ("pair_accuracy", "claim_accuracy"),
     "longbench": ("comprehensiveness", "diversity", "comprehensiveness_win", "diversity_win"),
+    "prelude": ("accuracy", "macro_f1"),
 }
 COST_COLUMNS = ("questions", "failures", "judge_failures", "tokens/q", "llm_calls/q", "steps/q", "seconds/q")
 
@@ -89,11 +90,15 @@ RAW_MARKERS = {"musique": "paragraphs", "nocha": "true_claim"}
 def load_gold(dataset: str, path: str | Path, corpus: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """Questions by id from ``path``: the dataset's own file (through its loader) or a
     questions JSONL already written by ``questions`` (read as it is)."""
-    from memgraft.eval.datasets import read_records
+    from memgraft.eval.prelude import read_rows
 
-    records = list(read_records(path))
+    records = list(read_rows(path))  # JSONL and JSON lists; PRELUDE's Parquet and CSV too
     marker = RAW_MARKERS.get(dataset)
-    if marker is None or any(marker in r for r in records[:1]):
+    if dataset == "prelude":
+        raw = not any("question" in r for r in records[:1])  # a written questions file has its question
+    else:
+        raw = marker is None or any(marker in r for r in records[:1])
+    if raw:
         records = load_dataset(dataset, path, corpus=corpus)
     return {str(q["id"]): q for q in records}
 
@@ -199,6 +204,8 @@ def score_runs(
             metrics, per_q = scoring.score_narrativeqa(run.rows, judge)
         elif dataset == "nocha":
             metrics, per_q = scoring.score_nocha(run.rows, judge)
+        elif dataset == "prelude":
+            metrics, per_q = scoring.score_prelude(run.rows, judge)
         else:
             is_base = base_rows is not None and run.rows is base_rows
             metrics, per_q = scoring.score_longbench(run.rows, judge, None if is_base else base_rows)

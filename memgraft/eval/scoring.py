@@ -211,6 +211,40 @@ def score_nocha(rows: Sequence[Row], judge: Judge) -> Scored:
             "pairs_left_out": left_out, "judge_failures": judge_failures}, per_q
 
 
+# -- PRELUDE ---------------------------------------------------------------------------------------
+
+
+def _f1(pairs: Sequence[tuple[bool, bool | None]], cls: bool) -> float:
+    """F1 of one class over (gold, predicted) pairs; an unclear verdict (None) predicts neither class."""
+    tp = sum(g == cls and p == cls for g, p in pairs)
+    fp = sum(g != cls and p == cls for g, p in pairs)
+    fn = sum(g == cls and p != cls for g, p in pairs)
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else float("nan")
+
+
+def score_prelude(rows: Sequence[Row], judge: Judge) -> Scored:
+    """Per prequel: the verdict the reply reaches on "consistent with the book?" against its ``label``.
+    Accuracy, and the macro F1 of the two classes (consistent, contradict): the dataset is not balanced,
+    so always answering one way scores a high accuracy and a low macro F1. ``unclear`` is wrong."""
+    judged = judge.claims([(r.get("claim") or r["question"], None if failed(r) else r["answer"]) for r in rows])
+    per_q, pairs, judge_failures = [], [], 0
+    for row, j in zip(rows, judged):
+        label = _label(row.get("label"))
+        q: dict[str, Any] = {"id": row["id"], "failed": failed(row), "label": label, "verdict": j.verdict,
+                             "verdict_from": j.source}
+        if j.verdict is None:
+            q["judge_error"] = j.error
+            judge_failures += 1
+        else:
+            predicted = {"true": True, "false": False}.get(j.verdict)
+            q["correct"] = predicted == label
+            pairs.append((label, predicted))
+        per_q.append(q)
+    f1s = [f for f in (_f1(pairs, True), _f1(pairs, False)) if not math.isnan(f)]
+    return {"accuracy": mean([float(g == p) for g, p in pairs]), "macro_f1": mean(f1s), "n_accuracy": len(pairs),
+            "judge_failures": judge_failures}, per_q
+
+
 # -- LongBench-style generative questions ----------------------------------------------------------
 
 CRITERIA = ("comprehensiveness", "diversity")
