@@ -9,7 +9,8 @@ Every LLM request goes to one shared engine actor that batches across
 questions (or, with ``models.llm_backend=openai``, to an OpenAI-compatible
 server such as vLLM or Ray Serve LLM). ``OUT/answers.jsonl`` gets one line per
 question as it finishes, and ``OUT/traces/`` a trace per question. Killed and
-restarted, the driver skips questions already in ``answers.jsonl``.
+restarted, the driver skips the questions its method already has in ``answers.jsonl``; another
+method run into the same folder answers them all again (``score`` groups the lines by method).
 """
 
 from __future__ import annotations
@@ -85,9 +86,11 @@ def read_questions(path: str) -> Iterator[dict[str, Any]]:
             yield q
 
 
-def done_ids(answers: Path, retry_failed: bool) -> set[str]:
-    """Ids already answered. A torn last line (the driver was killed mid-write) is cut off;
-    with ``retry_failed`` the error lines are removed so those questions run again."""
+def done_ids(answers: Path, retry_failed: bool, method: str | None = None) -> set[str]:
+    """Ids ``method`` already answered (every method's, when None): one folder may hold several methods,
+    and a second method run into it answers every question again. A torn last line (the driver was
+    killed mid-write) is cut off; with ``retry_failed`` that method's error lines are removed so those
+    questions run again."""
     if not answers.exists():
         return set()
     raw = answers.read_bytes()
@@ -97,10 +100,12 @@ def done_ids(answers: Path, retry_failed: bool) -> set[str]:
     keep, ids = [], set()
     for line in raw.decode("utf-8").splitlines():
         row = json.loads(line)
-        if retry_failed and row.get("error"):
+        mine = method is None or row.get("method") == method
+        if mine and retry_failed and row.get("error"):
             continue
         keep.append(line)
-        ids.add(str(row["id"]))
+        if mine:
+            ids.add(str(row["id"]))
     tmp = answers.with_suffix(".tmp")
     tmp.write_text("".join(line + "\n" for line in keep))
     os.replace(tmp, answers)
@@ -149,7 +154,7 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     answers = out / "answers.jsonl"
-    skip = done_ids(answers, retry_failed)
+    skip = done_ids(answers, retry_failed, method)
     todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
     log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
     init_ray()

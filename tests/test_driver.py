@@ -194,3 +194,18 @@ def test_a_timed_out_engine_call_is_cancelled_before_it_is_decoded(ray_local, se
     decoded = ray.get(engine.__ray_call__.remote(lambda self: self.llm.seen))
     assert decoded == ["first", "next"]  # "too late" was dropped, not decoded
     assert ray.get(engine.stats.remote())["requests"] == 2
+
+
+def test_a_second_method_in_the_same_folder_answers_every_question(tmp_path):
+    """Resume is per method: one folder holds several methods' lines (``score`` groups them by method)."""
+    from pipelines.answer_queries import done_ids
+
+    answers = tmp_path / "answers.jsonl"
+    rows = [{"id": "a", "method": "hgmem", "error": None}, {"id": "b", "method": "hgmem", "error": "boom"},
+            {"id": "a", "method": "naive", "error": "boom"}]
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"id": "c", "meth')  # torn last line
+    assert done_ids(answers, False, "graph") == set()
+    assert done_ids(answers, False, "hgmem") == {"a", "b"} and done_ids(answers, False) == {"a", "b"}
+    assert done_ids(answers, True, "naive") == set()  # naive's failure goes; hgmem's lines stay
+    assert _lines(answers) == rows[:2]
+    assert done_ids(answers, True, "hgmem") == {"a"} and _lines(answers) == rows[:1]
