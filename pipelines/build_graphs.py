@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -31,37 +30,17 @@ from memgraft.graph import build as graph_build
 from memgraft.graph import vector_index
 from memgraft.graph.extraction import Extractor
 from memgraft.graph.folder import GraphFolder, GraphFolderError
-from memgraft.models.registry import display_name
 from memgraft.models.threads import available_cpus
 from memgraft.progress import Progress
 from memgraft.text.documents import list_input_files
+from pipelines.build_report import BuildReport, manifest, print_summary
 from pipelines.driver_embed import driver_embedder, embed_stream
-from pipelines.runtime import configure_output, init_ray, ray_data_draws_bars
-from pipelines.stages import EmbedStage, ExtractStage, chunk_docs, embedding_matrix, keep_docs, read_file_rows
+from pipelines.runtime import PipelineFitError, actor_fit_problem, configure_output, init_ray, ray_data_draws_bars
+from pipelines.stages import (
+    EmbedStage, ExtractStage, chunk_docs, docs_to_process, embedding_matrix, read_file_rows, split_rows,
+)
 
 log = logging.getLogger("memgraft.build_graphs")
-
-
-@dataclass
-class BuildReport:
-    output: str
-    counts: dict[str, int]
-    processed_docs: int
-    new_chunks: int
-    new_tokens: int
-    rejected: list[dict[str, str]]
-    extract_failures: list[dict[str, str]]
-    plan: dict[str, list[str]]
-    timings: dict[str, float] = field(default_factory=dict)
-    dtypes: dict[str, str] = field(default_factory=dict)  # per embedding stage: the dtype its model ran in
-
-    @property
-    def seconds(self) -> float:
-        return self.timings.get("total", 0.0)
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.new_tokens / self.seconds if self.seconds else 0.0
 
 
 def _tables(ds: ray.data.Dataset, progress: Progress, count: Callable[[pa.Table], int] | None = None) -> pa.Table:
@@ -144,12 +123,9 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
                   extractor_factory: Callable[[Settings], Extractor] | None) -> pa.Table:
     """chunk -> extract -> embed chunks, streaming through Ray Data."""
     p = settings.pipeline
-    wanted = frozenset(doc_ids)
-    blocks = max(1, min(len(doc_ids), available_cpus() * 4))
+    docs = docs_to_process(read, doc_ids)
     ds = (
-        ray.data.from_arrow(read)
-        .map_batches(keep_docs, fn_kwargs={"doc_ids": wanted}, num_cpus=p.task_cpus)
-        .repartition(blocks)
+        ray.data.from_arrow(split_rows(docs, available_cpus() * 4))
         .map_batches(chunk_docs, batch_size=p.chunk_batch_size,
                      fn_kwargs={"model": settings.models.embedder, "size": settings.chunking.size,
                                 "overlap": settings.chunking.overlap}, num_cpus=p.task_cpus)
@@ -208,7 +184,7 @@ def _embed_unique(settings: Settings, texts: list[str], dim: int, dtypes: dict[s
                 bar.advance(len(texts[i:i + step]))
         return vecs
     blocks = max(1, min(len(texts) // p.embed_batch_size + 1, available_cpus() * 4))
-    ds = ray.data.from_arrow(pa.table({"row": np.arange(len(texts)), "text": texts})).repartition(blocks)
+    ds = ray.data.from_arrow(split_rows(pa.table({"row": np.arange(len(texts)), "text": texts}), blocks))
     ds = ds.map_batches(EmbedStage, batch_size=p.embed_batch_size, fn_constructor_kwargs={"settings": settings},
                         **_actor_args(settings, p.embed_actors))
     out = _tables(ds, _stage_progress("embed entities and relations", len(texts), "texts"))
@@ -253,6 +229,10 @@ def run_build(
              len(plan.process), len(plan.added), len(plan.replaced), len(plan.unchanged), len(plan.deleted), len(rejected))
 
     t = time.perf_counter()
+    if plan.process and (problem := actor_fit_problem(settings.pipeline, ray.cluster_resources().get("CPU", 0.0))):
+        if started:  # a local Ray of a fixed size: it would wait forever
+            raise PipelineFitError(problem)
+        log.warning("%s (unless the cluster grows)", problem)
     processed = process_stage(settings, read, plan.process, extractor_factory) if plan.process else None
     timings["chunk_extract_embed"] = time.perf_counter() - t
     dim = _embed_dim(settings, processed)
@@ -313,7 +293,7 @@ def run_build(
               "deleted": plan.deleted, "unknown_deletes": plan.unknown_deletes},
         timings={k: round(v, 3) for k, v in timings.items()}, dtypes=dtypes,
     )
-    graph.manifest = _manifest(settings, report, indexes, dim)
+    graph.manifest = manifest(settings, report, indexes, dim)
     t = time.perf_counter()
     folder.write(graph, {k: vector_index.to_bytes(v) for k, v in indexes.items()})
     report.timings["write"] = round(time.perf_counter() - t, 3)
@@ -339,46 +319,6 @@ def _empty_processed() -> pa.Table:
     })
 
 
-def _manifest(settings: Settings, report: BuildReport, indexes: dict[str, Any], dim: int) -> dict[str, Any]:
-    m = settings.models
-    return {
-        "format": "memgraft-graph/1",
-        "counts": report.counts,
-        "built": {"processed_docs": report.processed_docs, "new_chunks": report.new_chunks, "new_tokens": report.new_tokens,
-                  "plan": report.plan},
-        "models": {"embedder": display_name(m.embedder), "dim": dim,
-                   "extractor": settings.extraction.method if settings.extraction.method != "llm" else f"llm:{display_name(m.llm)}",
-                   "spacy_model": display_name(m.spacy_model)},
-        "indexes": {k: {"kind": vector_index.index_kind(v), "vectors": int(v.ntotal)} for k, v in indexes.items()},
-        "settings": settings.model_dump(mode="json"),
-        "timings_s": report.timings,
-        "rejected": report.rejected,
-        "extract_failures": report.extract_failures,
-    }
-
-
-def print_summary(report: BuildReport) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"graph built: {report.output}", show_header=False)
-    c = report.counts
-    rows = [
-        ("documents", f"{c['documents']} ({report.processed_docs} processed this run)"),
-        ("chunks", f"{c['chunks']} ({report.new_chunks} new)"),
-        ("entities", str(c["entities"])), ("relations", str(c["relations"])),
-        ("rejected", str(len(report.rejected))), ("extraction failures", str(len(report.extract_failures))),
-        ("seconds", f"{report.seconds:.1f}"),
-        ("tokens/s", f"{report.tokens_per_s:,.0f} ({report.new_tokens:,} tokens chunked, extracted, embedded)"),
-        ("stage seconds", ", ".join(f"{k} {v:.1f}" for k, v in report.timings.items() if k != "total")),
-    ]
-    for k, v in rows:
-        table.add_row(k, v)
-    Console().print(table)
-    for r in report.rejected[:20]:
-        Console().print(f"  [yellow]rejected[/] {r['source']}: {r['reason']}")
-
-
 app = typer.Typer(add_completion=False, help=__doc__)
 
 
@@ -398,7 +338,7 @@ def main(
     settings = load_settings(profile, set_)
     try:
         report = run_build(settings, input, output, append=append, deletes=delete)
-    except (FileNotFoundError, GraphFolderError) as err:
+    except (FileNotFoundError, GraphFolderError, PipelineFitError) as err:
         typer.echo(f"build_graphs: {err}", err=True)
         raise typer.Exit(2) from err
     print_summary(report)

@@ -75,3 +75,22 @@ def init_ray(address: str | None = None, **kwargs: Any) -> bool:
     if not _verbose and not sys.stdout.isatty():
         ctx.enable_progress_bars = False
     return started
+
+
+class PipelineFitError(RuntimeError):
+    """The stages' fixed CPU requests cannot all be placed: the build would wait forever."""
+
+
+def actor_fit_problem(pipeline: Any, cpus: float) -> str | None:
+    """Why the build's fixed actor pools leave no CPU for its chunking tasks on ``cpus`` CPUs, or None.
+    Ray places every actor of a fixed pool first; a task that then finds no CPU waits for one forever."""
+    held = pipeline.extract_actors * pipeline.actor_cpus
+    pools = f"pipeline.extract_actors={pipeline.extract_actors}"
+    if not pipeline.embed_chunks_in_driver:
+        held += pipeline.embed_actors * pipeline.actor_cpus
+        pools += f" and pipeline.embed_actors={pipeline.embed_actors}"
+    if held + pipeline.task_cpus <= cpus + 1e-9:
+        return None
+    return (f"{pools} at pipeline.actor_cpus={pipeline.actor_cpus:g} hold {held:g} of Ray's {cpus:g} CPUs, which "
+            f"leaves less than the {pipeline.task_cpus:g} a chunking task asks for (pipeline.task_cpus): the build "
+            f"could never start. Lower the actors or actor_cpus, or give Ray more CPUs.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -37,10 +37,24 @@ def read_file_rows(row: dict[str, Any], max_mb: float) -> list[dict[str, Any]]:
     return out
 
 
-def keep_docs(batch: dict[str, Any], doc_ids: frozenset[str]) -> dict[str, Any]:
-    keep = [k == "doc" and d in doc_ids for k, d in zip(batch["kind"], batch["doc_id"])]
-    return {"doc_id": [d for d, k in zip(batch["doc_id"], keep) if k],
-            "text": [t for t, k in zip(batch["text"], keep) if k]}
+def docs_to_process(read: pa.Table, doc_ids: Iterable[str]) -> pa.Table:
+    """``doc_id`` and ``text`` of each document to process, from its first row (a later row with the
+    same id is a duplicate the plan rejected)."""
+    wanted, rows = set(doc_ids), []
+    for i, (kind, doc_id) in enumerate(zip(read.column("kind").to_pylist(), read.column("doc_id").to_pylist())):
+        if kind == "doc" and doc_id in wanted:
+            wanted.discard(doc_id)
+            rows.append(i)
+    return read.select(["doc_id", "text"]).take(pa.array(rows, pa.int64()))
+
+
+def split_rows(table: pa.Table, parts: int) -> list[pa.Table]:
+    """About equal row slices, as Ray Data blocks. Not ``Dataset.repartition``: that all-to-all step
+    runs tasks of a whole CPU, and where fixed actor pools hold more than all but one CPU (2 CPUs, three
+    actors of 0.5) it never gets one and the build waits forever, past Ray Data's no-progress guard."""
+    parts = max(1, min(parts, table.num_rows))
+    step = -(-table.num_rows // parts) if table.num_rows else 1
+    return [table.slice(i, step) for i in range(0, table.num_rows, step)] or [table]
 
 
 @functools.lru_cache(maxsize=2)

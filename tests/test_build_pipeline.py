@@ -66,11 +66,15 @@ def test_end_to_end_folder(slice_graph):
     assert "embedder_dtype" not in t["chunks"].column_names
 
 
+@pytest.mark.timeout(300)
 def test_chunks_embedded_on_an_actor_pool_give_the_same_graph(slice_graph, settings, musique_slice, tmp_path):
     """The cluster's way (an embedding actor pool) and the local profile's (the driver, as blocks stream out of
-    extraction) give the same tables and the same vectors, up to bf16 batches padded differently."""
+    extraction) give the same tables and the same vectors, up to bf16 batches padded differently. Two extract
+    actors and one embedding actor hold 1.5 of the 2 CPUs: with a Ray Data repartition in the stream (an
+    all-to-all step of whole-CPU tasks) this build never started."""
     out, _ = slice_graph
-    pool = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(update={"embed_chunks_in_driver": False})})
+    pool = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(
+        update={"embed_chunks_in_driver": False, "extract_actors": 2})})
     report = build(pool, musique_slice, tmp_path / "pool")
     assert report.dtypes["embed_chunks"].endswith("(actors)")
     assert_same_tables(out, tmp_path / "pool")

@@ -41,6 +41,24 @@ def test_build_graphs_command_errors():
     assert proc.returncode == 2 and "build_graphs: input /no/such/path does not exist" in proc.stderr
 
 
+def test_actor_pools_that_leave_no_cpu_are_refused_before_they_start(tmp_path):
+    """A local Ray of a fixed size: pools holding every CPU would leave the chunking tasks waiting forever."""
+    from memgraft.config import load_settings
+    from pipelines.runtime import actor_fit_problem
+
+    p = load_settings("local").pipeline  # 1 extract actor of 0.5 CPU, chunks embedded in the driver
+    assert actor_fit_problem(p, 2) is None and actor_fit_problem(p, 0.75) is None
+    three = p.model_copy(update={"extract_actors": 3, "embed_chunks_in_driver": False})
+    assert "hold 2 of Ray's 2 CPUs" in actor_fit_problem(three, 2) and actor_fit_problem(three, 3) is None
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London.")
+    proc = run("--input", str(docs), "--output", str(tmp_path / "g"), "--set", "pipeline.extract_actors=100000",
+               address="local")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "build_graphs: pipeline.extract_actors=100000" in proc.stderr and "could never start" in proc.stderr
+
+
 def test_answer_queries_says_what_is_missing_before_ray_starts(tmp_path):
     def answer(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "pipelines/answer_queries.py", *args, "--output", str(tmp_path / "o")],
