@@ -234,22 +234,26 @@ def run_pipeline(settings: Any, corpus: Path, graph_dir: Path, ray_stats: bool) 
     import pipelines.build_graphs as bg
 
     stats: list[str] = []
-    if ray_stats:  # a diagnostic: keep each executed dataset's Ray Data stats
-        original = bg._tables
+    # a diagnostic: keep the Ray Data stats of each dataset the build runs (through _tables, or, chunks embedded
+    # in the driver, through embed_stream)
+    originals = {"_tables": bg._tables, "embed_stream": bg.embed_stream} if ray_stats else {}
 
-        def _tables_with_stats(ds: Any, *args: Any) -> Any:
-            table = original(ds, *args)
+    def with_stats(run: Any) -> Any:
+        def wrapped(ds: Any, *args: Any) -> Any:
+            table = run(ds, *args)
             stats.append(ds.stats())
             return table
+        return wrapped
 
-        bg._tables = _tables_with_stats
+    for name, run in originals.items():
+        setattr(bg, name, with_stats(run))
     t = time.perf_counter()
     try:
         cpus = ray.cluster_resources().get("CPU")
         report = bg.run_build(settings, str(corpus), str(graph_dir), release_ray=True)  # as when the build starts Ray
     finally:
-        if ray_stats:
-            bg._tables = original
+        for name, run in originals.items():
+            setattr(bg, name, run)
     seconds = time.perf_counter() - t
     phases = {k: v for k, v in report.timings.items() if k != "total"}
     phases["unaccounted"] = max(0.0, seconds - sum(phases.values()))  # Ray's start of work, the plan

@@ -74,7 +74,7 @@ def test_chunks_embedded_on_an_actor_pool_give_the_same_graph(slice_graph, setti
     all-to-all step of whole-CPU tasks) this build never started."""
     out, _ = slice_graph
     pool = settings.model_copy(update={"pipeline": settings.pipeline.model_copy(
-        update={"embed_chunks_in_driver": False, "extract_actors": 2})})
+        update={"embed_chunks_in_driver": False, "extract_actors": 2, "chunk_batch_size": 8})})
     report = build(pool, musique_slice, tmp_path / "pool")
     assert report.dtypes["embed_chunks"].endswith("(actors)")
     assert_same_tables(out, tmp_path / "pool")
