@@ -354,7 +354,8 @@ def test_prelude_loader_reads_the_parquet_it_ships_as_and_the_fixture(tmp_path):
 
 def test_prelude_columns_by_other_names_and_the_errors_that_name_what_is_there(tmp_path):
     csv_path = tmp_path / "p.csv"
-    csv_path.write_text("book_name,character,content,answer\nThe Salt Road,Tobin Ash,He sailed at nine.,Consistent\n")
+    csv_path.write_text("\ufeffbook_name,character,content,answer\nThe Salt Road,Tobin Ash,He sailed at nine.,Consistent\n",
+                        encoding="utf-8")  # with the BOM a spreadsheet writes
     [q] = datasets.load_dataset("prelude", csv_path)  # aliases, no id column: the row number
     assert (q["id"], q["char"], q["label"]) == ("0", "Tobin Ash", True)
     odd = _jsonl(tmp_path / "odd.jsonl", [{"novel": "B", "who": "C", "story": "S", "verdict": "contradict"}])

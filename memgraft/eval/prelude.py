@@ -54,7 +54,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
         yield from pq.read_table(path).to_pylist()
     elif suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as f:
+        with path.open(newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM is not part of a column name
             yield from csv.DictReader(f)
     else:
         yield from read_records(path)
