@@ -74,6 +74,20 @@ def test_structured_names_the_token_limit() -> None:
     assert "token limit" in res.errors[0]
 
 
+def test_a_reply_cut_at_the_token_limit_is_asked_again_for_a_shorter_one() -> None:
+    cut = Completion('{"x": 1, "y"', 5, 50, "length")
+    llm = ScriptedLLM([cut, cut, '{"x": 1, "y": 2}'])
+    [res] = generate_structured(llm, ASK, Point, retries=2, max_new_tokens=50)
+    assert res.ok and res.attempts == 3 and len(res.errors) == 2
+    first, second, third = (r.messages[-1]["content"] for r in llm.requests)
+    assert first == "a point please" and ASK[0][0]["content"] == "a point please"  # the caller's list is not touched
+    assert second.startswith("a point please") and "past the 50-token limit" in second
+    assert third == second  # said once, however often it was cut
+    llm = ScriptedLLM(["not json", '{"x": 1, "y": 2}'])
+    generate_structured(llm, ASK, Point, retries=1)
+    assert llm.requests[1].messages == ASK[0]  # a reply that is wrong, not cut, is asked again as it was
+
+
 # -- OpenAI-compatible backend against a real local server ----------------------------
 
 

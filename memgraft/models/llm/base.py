@@ -82,6 +82,22 @@ def parse_json_as(model: type[T], text: str) -> T:
         raise ValueError(f"output is not JSON: {err}") from err
 
 
+CUT_NOTE = ("\n\n(Your last reply ran past the {limit} limit and was cut off before its JSON closed. "
+            "Reply again, shorter: fewer items and brief texts.)")
+
+
+def shorter(conversation: Sequence[Message], max_new_tokens: int | None) -> list[Message]:
+    """``conversation`` with its last user turn asking for a reply that fits the token limit."""
+    out = [dict(m) for m in conversation]
+    note = CUT_NOTE.format(limit=f"{max_new_tokens}-token" if max_new_tokens else "token")
+    users = [i for i, m in enumerate(out) if m.get("role") == "user"]
+    if users:
+        out[users[-1]]["content"] += note
+    else:
+        out.append({"role": "user", "content": note.strip()})
+    return out
+
+
 def generate_structured(
     llm: LLM,
     messages: Sequence[list[Message]],
@@ -98,12 +114,13 @@ def generate_structured(
     """
     schema = schema_for(model)
     results = [StructuredResult[T](value=None, text="") for _ in messages]
+    asks = [list(m) for m in messages]
     pending = list(range(len(messages)))
     for _ in range(retries + 1):
         if not pending:
             break
         batch = [
-            ChatRequest(list(messages[i]), json_schema=schema, max_new_tokens=max_new_tokens, temperature=temperature)
+            ChatRequest(asks[i], json_schema=schema, max_new_tokens=max_new_tokens, temperature=temperature)
             for i in pending
         ]
         outputs = llm.generate(batch)
@@ -120,5 +137,7 @@ def generate_structured(
                 reason = str(err) if out.finish_reason != "length" else f"cut at the token limit; {err}"
                 res.errors.append(reason)
                 still.append(i)
+                if out.finish_reason == "length":  # asked again as it was, a small model runs on as long again
+                    asks[i] = shorter(messages[i], max_new_tokens)
         pending = still
     return results
