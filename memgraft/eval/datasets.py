@@ -30,18 +30,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from memgraft.eval import musique, prelude
-from memgraft.eval.records import ANSWER_FIELDS, DatasetError, read_records
+from memgraft.eval.records import DatasetError, extra_fields, read_records
 
 DATASETS = ("musique", "narrativeqa", "nocha", "longbench", "prelude")
 
 def _text(value: Any) -> str:
     return str(value.get("text", "")) if isinstance(value, Mapping) else str(value)
-
-
-def _extra(record: Mapping[str, Any], used: Iterable[str]) -> dict[str, Any]:
-    """Fields passed through as they are, less those used and those an answer line would overwrite."""
-    skip = set(used) | ANSWER_FIELDS
-    return {k: v for k, v in record.items() if k not in skip}
 
 
 def _need(record: Mapping[str, Any], *keys: str, where: str) -> None:
@@ -89,7 +83,7 @@ def narrativeqa_questions(path: str | Path) -> list[dict[str, Any]]:
         if not any(a.strip() for a in answers):
             raise DatasetError(f"{path} record {n}: no reference answer")
         out.append({"id": str(r["id"]), "question": _text(r["question"]), "answers": answers,
-                    **_extra(r, ("id", "question", "answers"))})
+                    **extra_fields(r, ("id", "question", "answers"))})
     return out
 
 
@@ -110,7 +104,7 @@ def nocha_questions(path: str | Path) -> list[dict[str, Any]]:
             raise DatasetError(f"{path} record {n}: pair_id {pair!r} repeats")
         seen.add(pair)
         book = r.get("book_title") or r.get("book")
-        extra = _extra(r, ("pair_id", "true_claim", "false_claim", "id", "question", "claim", "label"))
+        extra = extra_fields(r, ("pair_id", "true_claim", "false_claim", "id", "question", "claim", "label"))
         for label, claim in ((True, r["true_claim"]), (False, r["false_claim"])):
             out.append({"id": f"{pair}/{'true' if label else 'false'}", "question": nocha_question(claim, book),
                         "claim": claim, "label": label, "pair_id": pair, **extra})
@@ -123,7 +117,7 @@ def longbench_questions(path: str | Path) -> list[dict[str, Any]]:
         qid, question = r.get("id", r.get("_id")), r.get("question", r.get("input"))
         if qid is None or question is None:
             raise DatasetError(f"{path} record {n}: needs 'id' (or '_id') and 'question' (or 'input')")
-        row = {"id": str(qid), "question": str(question), **_extra(r, ("id", "_id", "question", "input", "context"))}
+        row = {"id": str(qid), "question": str(question), **extra_fields(r, ("id", "_id", "question", "input", "context"))}
         if (answers := _answers(r)) is not None:
             row["answers"] = answers
         out.append(row)

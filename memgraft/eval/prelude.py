@@ -28,7 +28,7 @@ import csv
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from memgraft.eval.records import ANSWER_FIELDS, DatasetError, read_records
+from memgraft.eval.records import DatasetError, extra_fields, read_records
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "id": ("id", "qid", "instance_id"),
@@ -122,8 +122,7 @@ def prelude_questions(path: str | Path, columns: Mapping[str, str] | None = None
             raise PreludeError(f"{where}: id {qid!r} repeats")
         seen.add(qid)
         book, char, prequel = (str(r[col[f]]).strip() for f in ("book", "char", "prequel"))  # type: ignore[index]
-        extra = {k: v for k, v in r.items() if k not in used and k not in ANSWER_FIELDS
-                 and k not in ("question", "claim", "label", "gold")}
+        extra = extra_fields(r, used | {"question", "claim", "label", "gold"})
         out.append({"id": qid, "question": prelude_question(prequel, char, book), "claim": prelude_claim(char, book),
                     "label": read_label(r[col["label"]], where), "gold": str(r[col["label"]]), "book": book,
                     "char": char, **extra})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 # Fields an answer line writes itself: gold under these names would be overwritten.
 ANSWER_FIELDS = frozenset({"answer", "method", "error", "steps", "llm_calls", "prompt_tokens", "completion_tokens",
@@ -28,3 +28,9 @@ def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError as err:
                 raise DatasetError(f"{path}:{n}: not JSON ({err.msg})") from err
+
+
+def extra_fields(record: Mapping[str, Any], used: Iterable[str]) -> dict[str, Any]:
+    """Fields passed through as they are, less those used and those an answer line would overwrite."""
+    skip = set(used) | ANSWER_FIELDS
+    return {k: v for k, v in record.items() if k not in skip}
