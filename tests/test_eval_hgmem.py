@@ -406,8 +406,7 @@ def test_score_prelude_accuracy_and_macro_f1_by_hand(tmp_path):
     assert metrics["macro_f1"] == pytest.approx((2 / 3 + 2 / 5) / 2)
     assert len(llm.requests) == 1 and {q["id"]: q["verdict_from"] for q in per_q}["e"] == "no answer"
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _prelude_rows()))
+    _write_run(run, [(r, None) for r in _prelude_rows()])
     judge, _ = judge_of([json.dumps({"reason": "", "verdict": "unclear"})])
     result = report.score_runs([run], "prelude", judge=judge)
     assert result["methods"]["hgmem"]["accuracy"] == pytest.approx(2 / 5)
@@ -571,8 +570,7 @@ def test_score_command_prints_the_table_and_writes_json(runs):
 
 def test_score_runs_with_a_judge_on_nocha(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _nocha_rows()))
+    _write_run(run, [(r, None) for r in _nocha_rows()])
     judge, _ = judge_of([json.dumps({"reason": "", "verdict": "unclear"})])
     result = report.score_runs([run], "nocha", judge=judge)
     assert result["methods"]["hgmem"]["pair_accuracy"] == pytest.approx(1 / 3)
@@ -584,10 +582,9 @@ def test_score_runs_with_a_judge_on_nocha(tmp_path):
 
 def test_longbench_baseline_is_one_of_the_methods(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
     rows = [{"id": "1", "question": "Q", "method": m, "answer": a, "error": None}
             for m, a in (("hgmem", "rich answer"), ("naive", "plain"))]
-    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _write_run(run, [(r, None) for r in rows])
 
     def script(req):
         text = user(req)

@@ -183,12 +183,10 @@ def pair_accuracy(claim_correct: Mapping[str, bool | None], pairs: Mapping[str, 
     return mean(scores), len(scores), left_out
 
 
-def score_nocha(rows: Sequence[Row], judge: Judge) -> Scored:
-    """Per claim: the verdict the reply reaches (read, or judged) against its ``label``;
-    per pair: right only when both claims are. ``unclear`` counts as wrong."""
+def claim_verdicts(rows: Sequence[Row], judge: Judge) -> tuple[list[dict[str, Any]], int]:
+    """Per row: the verdict its reply reaches on its claim (read, or judged) against its ``label``, with
+    ``correct`` (``unclear`` is wrong), or ``judge_error`` where the judge failed; and how many failed."""
     judged = judge.claims([(r.get("claim") or r["question"], None if failed(r) else r["answer"]) for r in rows])
-    claim_correct: dict[str, bool | None] = {}
-    pairs: dict[str, list[str]] = defaultdict(list)
     per_q, judge_failures = [], 0
     for row, j in zip(rows, judged):
         label = _label(row.get("label"))
@@ -197,14 +195,22 @@ def score_nocha(rows: Sequence[Row], judge: Judge) -> Scored:
         if j.verdict is None:
             q["judge_error"] = j.error
             judge_failures += 1
-            claim_correct[row["id"]] = None
         else:
             q["correct"] = j.verdict == ("true" if label else "false")
-            claim_correct[row["id"]] = q["correct"]
             if j.reason:
                 q["reason"] = j.reason
-        pairs[pair_of(row)].append(row["id"])
         per_q.append(q)
+    return per_q, judge_failures
+
+
+def score_nocha(rows: Sequence[Row], judge: Judge) -> Scored:
+    """Per claim: the verdict the reply reaches (read, or judged) against its ``label``;
+    per pair: right only when both claims are. ``unclear`` counts as wrong."""
+    per_q, judge_failures = claim_verdicts(rows, judge)
+    claim_correct: dict[str, bool | None] = {q["id"]: q.get("correct") for q in per_q}
+    pairs: dict[str, list[str]] = defaultdict(list)
+    for row in rows:
+        pairs[pair_of(row)].append(row["id"])
     claims = [float(c) for c in claim_correct.values() if c is not None]
     acc, counted, left_out = pair_accuracy(claim_correct, pairs)
     return {"pair_accuracy": acc, "n_pairs": counted, "claim_accuracy": mean(claims), "n_claims": len(claims),
@@ -226,20 +232,8 @@ def score_prelude(rows: Sequence[Row], judge: Judge) -> Scored:
     """Per prequel: the verdict the reply reaches on "consistent with the book?" against its ``label``.
     Accuracy, and the macro F1 of the two classes (consistent, contradict): the dataset is not balanced,
     so always answering one way scores a high accuracy and a low macro F1. ``unclear`` is wrong."""
-    judged = judge.claims([(r.get("claim") or r["question"], None if failed(r) else r["answer"]) for r in rows])
-    per_q, pairs, judge_failures = [], [], 0
-    for row, j in zip(rows, judged):
-        label = _label(row.get("label"))
-        q: dict[str, Any] = {"id": row["id"], "failed": failed(row), "label": label, "verdict": j.verdict,
-                             "verdict_from": j.source}
-        if j.verdict is None:
-            q["judge_error"] = j.error
-            judge_failures += 1
-        else:
-            predicted = {"true": True, "false": False}.get(j.verdict)
-            q["correct"] = predicted == label
-            pairs.append((label, predicted))
-        per_q.append(q)
+    per_q, judge_failures = claim_verdicts(rows, judge)
+    pairs = [(q["label"], {"true": True, "false": False}.get(q["verdict"])) for q in per_q if "correct" in q]
     f1s = [f for f in (_f1(pairs, True), _f1(pairs, False)) if not math.isnan(f)]
     return {"accuracy": mean([float(g == p) for g, p in pairs]), "macro_f1": mean(f1s), "n_accuracy": len(pairs),
             "judge_failures": judge_failures}, per_q
