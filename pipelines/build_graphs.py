@@ -119,6 +119,11 @@ def _dedupe(read: pa.Table) -> tuple[dict[str, dict[str, str]], list[dict[str, s
     return docs, rejected
 
 
+def _vllm_extraction(settings: Settings) -> bool:
+    """Extraction by Ray Data's vLLM processor, which sizes its own actors, not by the ExtractStage pool."""
+    return settings.extraction.method == "llm" and settings.models.llm_backend == "vllm"
+
+
 def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
                   extractor_factory: Callable[[Settings], Extractor] | None) -> pa.Table:
     """chunk -> extract -> embed chunks, streaming through Ray Data."""
@@ -130,7 +135,7 @@ def process_stage(settings: Settings, read: pa.Table, doc_ids: list[str],
                      fn_kwargs={"model": settings.models.embedder, "size": settings.chunking.size,
                                 "overlap": settings.chunking.overlap}, num_cpus=p.task_cpus)
     )
-    if settings.extraction.method == "llm" and settings.models.llm_backend == "vllm":
+    if _vllm_extraction(settings):
         from pipelines.llm_extract_processor import build_llm_extract_processor
 
         ds = build_llm_extract_processor(settings)(ds)
@@ -229,7 +234,10 @@ def run_build(
              len(plan.process), len(plan.added), len(plan.replaced), len(plan.unchanged), len(plan.deleted), len(rejected))
 
     t = time.perf_counter()
-    if plan.process and (problem := actor_fit_problem(settings.pipeline, ray.cluster_resources().get("CPU", 0.0))):
+    # fixed pools that cannot all be placed (not with vLLM's processor, which sizes its own actors)
+    problem = None if not plan.process or _vllm_extraction(settings) else actor_fit_problem(
+        settings.pipeline, ray.cluster_resources().get("CPU", 0.0))
+    if problem:
         if started:  # a local Ray of a fixed size: it would wait forever
             raise PipelineFitError(problem)
         log.warning("%s (unless the cluster grows)", problem)
