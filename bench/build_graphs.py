@@ -34,166 +34,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine_busy_cpu_s  # noqa: E402
+from bench.build_graphs_tables import print_tables  # noqa: E402
+from bench.sampling import NOISE_LIMIT, ProcessSampler, driver_peak_mb, timed, wait_quiet  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 
-MB = 1024 * 1024
-NOISE_LIMIT = 0.2  # cores other processes may use before a figure is flagged
-
-
-# -- memory ------------------------------------------------------------------------------------
-
-
-class ProcessSampler:
-    """Per named phase: peak RSS of this process and of every process under it (Ray's), and
-    CPU-seconds used by this tree against those used by the rest of the machine (the noise)."""
-
-    SYSTEM = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "agent")
-
-    def __init__(self, interval_s: float = 0.25):
-        import psutil
-
-        self._psutil = psutil
-        self.interval_s = interval_s
-        self.root = psutil.Process()
-        self.phase = "start"
-        self.peaks: dict[str, dict[str, float]] = {}
-        self.cpu: dict[str, dict[str, float]] = {}  # per phase: wall, CPU-seconds of this tree and of the rest of the machine
-        self._kind: dict[int, str] = {}
-        self._cpu_seen: dict[int, float] = {}  # last CPU seconds seen per process of this tree (exited ones keep theirs)
-        self._lock = threading.Lock()
-        self._mark = self._cpu_mark()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
-
-    def start(self) -> "ProcessSampler":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.set_phase("end")
-
-    def set_phase(self, name: str) -> None:
-        """Close the current phase's CPU account (after a last sample) and start ``name``."""
-        self.sample()
-        with self._lock:
-            mark = self._cpu_mark()
-            wall, busy, own = (mark[i] - self._mark[i] for i in range(3))
-            if self.phase != "start":
-                self.cpu[self.phase] = {"wall_s": wall, "own_cpu_s": own, "machine_busy_cpu_s": busy,
-                                        "other_cpu_s": max(0.0, busy - own),
-                                        "other_cores": max(0.0, busy - own) / wall if wall else 0.0}
-            self._mark = mark
-            self.phase = name
-
-    def _cpu_mark(self) -> tuple[float, float, float]:
-        """(wall, busy CPU-seconds of the whole machine, CPU-seconds of this process tree so far)."""
-        return time.perf_counter(), machine_busy_cpu_s(), sum(self._cpu_seen.values())
-    def _classify(self, proc: Any) -> str:
-        kind = self._kind.get(proc.pid)
-        if kind:
-            return kind
-        try:
-            cmd = " ".join(proc.cmdline())
-        except (self._psutil.Error, OSError):
-            return "system"
-        if cmd.startswith("ray::") or "default_worker.py" in cmd:
-            kind = "worker"
-        elif any(s in cmd for s in self.SYSTEM) or proc.name() in ("raylet", "gcs_server"):
-            kind = "system"
-        else:
-            return "system"  # not yet known (a worker starting up): ask again next time
-        self._kind[proc.pid] = kind
-        return kind
-
-    def sample(self) -> None:
-        driver = workers = system = biggest = 0.0
-        try:
-            driver = self.root.memory_info().rss
-            children = self.root.children(recursive=True)
-        except self._psutil.Error:
-            return
-        for proc in [self.root, *children]:
-            try:
-                cpu = proc.cpu_times()
-                self._cpu_seen[proc.pid] = cpu.user + cpu.system
-                if proc is self.root:
-                    continue
-                rss = proc.memory_info().rss
-                kind = self._classify(proc)
-            except self._psutil.Error:
-                continue
-            if kind == "worker":
-                workers += rss
-                biggest = max(biggest, rss)
-            else:
-                system += rss
-        peak = self.peaks.setdefault(self.phase, {})  # a sample racing a phase change may land in either
-        for key, value in (("total", driver + workers + system), ("driver", driver), ("workers", workers),
-                           ("ray_system", system), ("largest_worker", biggest)):
-            peak[key] = max(peak.get(key, 0.0), value / MB)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-
-
-
-
-def wait_quiet(max_wait_s: float, threshold: float = 0.15, quiet_for: int = 3, window_s: float = 2.0) -> float:
-    """Wait (up to ``max_wait_s``) until the machine has kept under ``threshold`` cores busy
-    for ``quiet_for`` windows in a row; return the seconds waited."""
-    t0, streak = time.perf_counter(), 0
-    while streak < quiet_for and time.perf_counter() - t0 < max_wait_s:
-        before = machine_busy_cpu_s()
-        time.sleep(window_s)
-        streak = streak + 1 if (machine_busy_cpu_s() - before) / window_s < threshold else 0
-    return time.perf_counter() - t0
-
-
-def driver_peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def own_cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-@contextmanager
-def timed(into: dict[str, float], key: str, noise: dict[str, float] | None = None,
-          cpu: dict[str, float] | None = None) -> Iterator[None]:
-    """Wall seconds of the block into ``into[key]``; with ``noise``, also the cores the rest of the
-    machine kept busy meanwhile (this process's CPU taken out); with ``cpu``, this process's CPU-seconds."""
-    t, busy, own = time.perf_counter(), machine_busy_cpu_s(), own_cpu_s()
-    yield
-    wall = time.perf_counter() - t
-    into[key] = wall
-    used = own_cpu_s() - own
-    if noise is not None:
-        noise[key] = max(0.0, (machine_busy_cpu_s() - busy) - used) / wall if wall else 0.0
-    if cpu is not None:
-        cpu[key] = used
 
 
 def limited_corpus(corpus: Path, limit: int | None, out: Path) -> Path:
@@ -339,94 +197,6 @@ def run_recall(settings: Any, embedder: Any, graph_dir: Path, questions_path: Pa
         "gold_in_graph": sum(d in in_graph for g in gold for d in g), "top_entities": settings.hgmem.top_entities,
         "retrievers": out,
     }
-
-
-# -- output -------------------------------------------------------------------------------------
-
-
-def print_tables(result: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    con = Console(width=130)
-    p, b, m, r = result["pipeline"], result["bare"], result["memory"], result["recall"]
-    e2e = p["seconds"]
-
-    t = Table(title=f"graph build on {result['corpus_name']}: {p['docs']} docs, {p['chunks']} chunks, "
-                    f"{p['tokens']:,} tokens; {p['counts']['entities']:,} entities, {p['counts']['relations']:,} relations")
-    for col in ("stage", "items", "seconds", "rate", "share of end-to-end", "noise"):
-        t.add_column(col, justify="left" if col == "stage" else "right")
-    t.add_row("[bold]pipeline end to end (Ray)", f"{p['chunks']} chunks", f"{e2e:.1f}",
-              f"{p['chunks'] / e2e:.1f} chunks/s, {p['tokens'] / e2e:,.0f} tok/s", "1.00",
-              f"{result['cpu']['pipeline']['other_cores']:.2f}")
-    for k, v in p["phases"].items():
-        t.add_row(f"  pipeline: {k}", "", f"{v:.1f}", "", f"{v / e2e:.2f}", "")
-    t.add_section()
-    for k, v in b["seconds"].items():
-        n = b["items"][k]
-        t.add_row(f"bare: {k}", f"{n} {b['units'][k]}", f"{v:.1f}", f"{n / v:.1f} {b['units'][k]}/s", f"{v / e2e:.2f}",
-                  f"{b['other_cores'][k]:.2f}")
-    t.add_row("[bold]bare: sum", "", f"{result['bare_sum_s']:.1f}",
-              f"{p['chunks'] / result['bare_sum_s']:.1f} chunks/s, {p['tokens'] / result['bare_sum_s']:,.0f} tok/s",
-              f"{result['bare_sum_s'] / e2e:.2f}", "")
-    con.print(t)
-    con.print("noise: cores that processes outside this run kept busy meanwhile (of "
-              f"{result['pipeline']['cluster_cpus']:g}); figures taken under noise are not comparable")
-    if result["noisy"]:
-        con.print(f"[bold red]warning: other processes used over {NOISE_LIMIT} cores during: {', '.join(result['noisy'])}; "
-                  "rerun on a quiet machine (--wait-quiet) before trusting the ratios")
-
-    eff = result["efficiency"]
-    et = Table(title="efficiency: bare seconds / pipeline seconds (1.00 = Ray costs nothing)")
-    for col in ("ratio", "value"):
-        et.add_column(col, justify="left" if col == "ratio" else "right")
-    et.add_row("[bold]bare sum / end to end", f"[bold]{eff['overall']:.2f}")
-    et.add_row("bare chunking+spaCy+embed chunks / pipeline chunk_extract_embed", f"{eff['chunk_extract_embed']:.2f}")
-    et.add_row("bare embed entities+relations / pipeline embed_graph", f"{eff['embed_graph']:.2f}")
-    et.add_row("bare sum / (end to end - the driver's read, merge, index, write)", f"{eff['ray_part']:.2f}")
-    et.add_row(f"CPU-seconds: bare {sum(b['cpu_s'].values()):.0f} / pipeline's processes "
-               f"{result['cpu']['pipeline']['own_cpu_s']:.0f}", f"{eff['cpu']:.2f}")
-    con.print(et)
-
-    loads = ", ".join(f"{k} {v:.1f} s" for k, v in b["loads_s"].items())
-    con.print(f"Ray start-up (not in end to end): {result['ray_init_s']:.1f} s on {p['cluster_cpus']:g} CPUs; "
-              f"bare model loads (not in bare sum): {loads}; torch threads in bare stages: {b['torch_threads']}; "
-              f"settings: embedder {result['settings']['embedder_dtype']} (ran in: pipeline "
-              + ", ".join(f"{k} {v}" for k, v in p.get("dtypes", {}).items()) + f"; bare {b.get('dtype')}), "
-              f"actors extract/embed "
-              f"{result['settings']['extract_actors']}/{result['settings']['embed_actors']}; bare chunks identical "
-              f"to the pipeline's: {'yes' if result['same_chunks'] else 'NO'}")
-
-    mt = Table(title="peak memory (MiB, RSS)")
-    for col in ("phase", "driver+Ray total", "driver", "Ray workers (sum)", "largest worker", "Ray system"):
-        mt.add_column(col, justify="left" if col == "phase" else "right")
-    for phase, peak in m["sampled"].items():
-        mt.add_row(phase, *(f"{peak.get(k, 0):,.0f}" for k in ("total", "driver", "workers", "largest_worker", "ray_system")))
-    con.print(mt)
-    con.print(f"driver peak RSS over the whole run (getrusage): {m['driver_peak_mb']:,.0f} MiB; sampled every "
-              f"{m['interval_s']} s; peaks of each column are taken apart, so they need not add up")
-
-    ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
-    for col in ("phase", "seconds", "this run", "other processes"):
-        ct.add_column(col, justify="left" if col == "phase" else "right")
-    for phase, c in result["cpu"].items():
-        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
-                   f"{c['other_cores']:.2f}")
-    con.print(ct)
-
-    rt = Table(title=f"MuSiQue supporting-passage recall, {r['questions']} questions, {r['gold_passages']} gold passages "
-                     f"({r['gold_in_graph']} in the graph)")
-    ks = [k for k in next(iter(r["retrievers"].values())) if k.startswith("recall@")]
-    rt.add_column("retriever")
-    for k in ks:
-        rt.add_column(k, justify="right")
-    rt.add_column("passages returned (mean)", justify="right")
-    labels = {"dense": "dense chunks (NaiveRAG)", "graph": f"graph: top-{r['top_entities']} entities -> their chunks"}
-    for name, scores in r["retrievers"].items():
-        rt.add_row(labels.get(name, name), *(f"{scores[k]:.3f}" for k in ks), f"{scores['mean_passages']:.1f}")
-    dense, graph = r["retrievers"]["dense"], r["retrievers"]["graph"]
-    rt.add_row("graph / dense", *(f"{graph[k] / dense[k]:.2f}" if dense[k] else "-" for k in ks), "")
-    con.print(rt)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -59,12 +59,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.driver_profile import py_spy_record, split_samples, time_worker_path, worker_pids  # noqa: E402
+from bench.driver_tables import print_tables  # noqa: E402
+from bench.driver_tokens import copy_settings, real_llm_tokens, standin_tokens  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -72,7 +75,6 @@ os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "musique"
-PAPER_TOKENS_PER_QUESTION = 4436  # HGMem paper, NarrativeQA
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -151,71 +153,13 @@ class AnswerTail:
                     self.on_line(len(self.rows))
 
 
-def worker_pids() -> list[int]:
-    """QuestionWorker actors under this process (this run's Ray, not someone else's)."""
-    import psutil
-
-    out = []
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if " ".join(proc.cmdline()).startswith("ray::QuestionWorker"):
-                out.append(proc.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
-def py_spy_record(pid: int, seconds: float, path: Path) -> subprocess.Popen | None:
-    exe = Path(sys.executable).parent / "py-spy"
-    if not exe.exists():
-        return None
-    return subprocess.Popen([str(exe), "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))),
-                             "--rate", "100", "--format", "raw", "--output", str(path), "--nonblocking"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-PARTS = (  # a sampled stack belongs to the part named by its innermost frame that names one
-    ("query embedding", ("sentence_transformers/", "torch/", "transformers/", "models/embedder.py",
-                         "models/batching.py")),
-    ("HTML/JSON trace", ("hgmem/export.py", "json/encoder.py", "pathlib.py")),
-    ("LLM client (HTTP)", ("urllib3/", "http/client.py", "httpx/", "httpcore/", "h11/", "llm/openai_backend.py",
-                           "ssl.py", "socket.py", "selectors.py", "anyio/")),
-    ("retrieval (search, rank, graph walks)", ("hgmem/retrieval.py", "graph/store.py", "graph/vector_index.py",
-                                               "numpy/", "faiss/")),
-    ("memory, prompts, validation", ("hgmem/memory.py", "hgmem/prompts.py", "hgmem/loop.py", "hgmem/methods.py",
-                                     "llm/session.py", "llm/base.py", "pydantic")),
-    ("Ray actor machinery", ("ray/",)),
-)
-
-
-def split_samples(path: Path) -> dict[str, Any]:
-    """py-spy raw (collapsed) stacks -> share of active samples per part of the worker's work."""
-    if not path.exists():
-        return {}
-    counts: Counter[str] = Counter()
-    total = 0
-    for line in path.read_text().splitlines():
-        stack, _, n = line.rpartition(" ")
-        if not n.isdigit():
-            continue
-        part = ""
-        for frame in reversed(stack.split(";")):  # py-spy writes the outermost frame first
-            part = next((name for name, needles in PARTS if any(n in frame for n in needles)), "")
-            if part:
-                break
-        part = part or ("other" if stack.strip() else "no Python frame (Ray's C++ threads, native code)")
-        counts[part] += int(n)
-        total += int(n)
-    return {"samples": total, "shares": {k: v / total for k, v in counts.most_common()} if total else {}}
-
-
 def run_level(settings: Any, graph: Path, questions: Path, out: Path, method: str, level: int, n: int,
               workers: int, delay: float, server: Any, spy: bool, extra: list[str]) -> dict[str, Any]:
     from pipelines.answer_queries import run_answers
 
     # llm_batch_size is the openai client's connection cap (see the docstring); ``extra`` may set it back.
-    run_settings = _copy(settings, [f"hgmem.max_in_flight={level}", "models.llm_backend=openai",
-                                    f"models.llm_base_url={server.base_url}", f"models.llm_batch_size={level}", *extra])
+    run_settings = copy_settings(settings, [f"hgmem.max_in_flight={level}", "models.llm_backend=openai",
+                                            f"models.llm_base_url={server.base_url}", f"models.llm_batch_size={level}", *extra])
     run_dir = out / f"{method}_L{level}_w{workers}{'_' + '_'.join(e.replace('=', '') for e in extra) if extra else ''}"
     server.reset_stats()
     spied: dict[str, Any] = {}
@@ -264,259 +208,6 @@ def run_level(settings: Any, graph: Path, questions: Path, out: Path, method: st
     return result
 
 
-# -- where the time goes, in this process -------------------------------------------------------------
-
-
-class InProcessStandin:
-    """The stand-in's answers without HTTP or delay (for timing the worker's own path)."""
-
-    name = "standin-inprocess"
-
-    def generate(self, requests: Any) -> list[Any]:
-        from bench.standin_server import answer_for, words
-        from memgraft.models.llm.base import Completion
-
-        out = []
-        for r in requests:
-            _, value = answer_for(r.json_schema, r.messages)
-            text = json.dumps(value)
-            out.append(Completion(text, sum(words(m["content"]) for m in r.messages), words(text)))
-        return out
-
-
-def time_worker_path(settings: Any, graph: Path, questions: Path, methods: list[str], n: int,
-                     server_cls: Any) -> dict[str, Any]:
-    """Seconds per question on one thread: query embedding, HTML trace, LLM stand-in, the rest."""
-    import memgraft.hgmem.methods as methods_mod
-    from memgraft.graph.store import GraphStore
-    from memgraft.hgmem.methods import answer_record
-    from memgraft.models.embedder import load_embedder
-    from memgraft.models.llm.base import ChatRequest
-    from memgraft.models.llm.openai_backend import OpenAICompatibleLLM
-
-    embedder = load_embedder(settings)
-    timers: Counter[str] = Counter()
-    calls: Counter[str] = Counter()
-
-    def timed(key: str, fn: Any) -> Any:
-        def wrapper(*a: Any, **k: Any) -> Any:
-            calls[key] += 1
-            t = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                timers[key] += time.perf_counter() - t
-        return wrapper
-
-    # bf16 on CPU builds kernels per new input shape: the first query of each token length is slow.
-    # Pay that once here (one query per length), report it, and time the steady state after it.
-    t = time.perf_counter()
-    for n_words in range(1, 65):
-        embedder.encode([" ".join(["word"] * n_words)])
-    warm_up_s = time.perf_counter() - t
-    embedder.encode = timed("query embedding", embedder.encode)  # type: ignore[method-assign]
-    store = GraphStore.load(str(graph), embedder)
-    original_export = methods_mod.to_html_steps
-    methods_mod.to_html_steps = timed("HTML trace", original_export)
-    llm = InProcessStandin()
-    llm.generate = timed("stand-in answers (not on the worker)", llm.generate)  # type: ignore[method-assign]
-    records = [json.loads(line) for line in questions.read_text().splitlines()[:n + 2]]
-    out: dict[str, Any] = {"embedder_warm_up_s": warm_up_s, "embedder_dtype": settings.models.embedder_dtype}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for method in methods:
-                getattr(store, "_query_cache", {}).clear()  # each method embeds its questions afresh
-                for r in records[:2]:  # warm-up, on other questions than those timed
-                    answer_record({**r, "id": r["id"] + "-warm", "question": r["question"] + " (warm-up)"},
-                                  method, store, llm, settings, tmp)
-                timers.clear()
-                calls.clear()
-                t = time.perf_counter()
-                for r in records[2:]:
-                    answer_record(r, method, store, llm, settings, tmp)  # fresh texts: no cached embeddings
-                total = (time.perf_counter() - t) / n
-                parts = {k: v / n for k, v in timers.items()}
-                parts["rest (retrieval, memory, prompts)"] = total - sum(parts.values())
-                out[method] = {"seconds_per_question": total, "parts": parts,
-                               "calls_per_question": {k: v / n for k, v in calls.items()}}
-    finally:
-        methods_mod.to_html_steps = original_export
-    with server_cls(0.0, process=True) as zero:  # one HTTP round trip, the stand-in answering at once
-        client = OpenAICompatibleLLM(zero.base_url, "standin")
-        req = ChatRequest([{"role": "user", "content": "Question: x\n\nAnswer"}],
-                          json_schema={"properties": {"answer": {"type": "string"}}, "required": ["answer"]})
-        client.generate([req])
-        t = time.perf_counter()
-        for _ in range(50):
-            client.generate([req])
-        out["http_round_trip_s"] = (time.perf_counter() - t) / 50
-        client.close()
-    for method in methods:  # on a worker: all but the stand-in's own answers, plus an HTTP round trip per call
-        m = out[method]
-        llm_calls = m["calls_per_question"].get("stand-in answers (not on the worker)", 0)
-        m["worker_seconds_per_question"] = (m["seconds_per_question"] - m["parts"].get("stand-in answers (not on the worker)", 0)
-                                            + llm_calls * out["http_round_trip_s"])
-        m["ceiling_qps"] = 1 / m["worker_seconds_per_question"]
-    return out
-
-
-# -- tokens per question ---------------------------------------------------------------------------------
-
-
-def _copy(settings: Any, overrides: list[str]) -> Any:
-    from memgraft.config import Settings, apply_overrides
-
-    return Settings.model_validate(apply_overrides(json.loads(settings.model_dump_json()), overrides))
-
-
-def _token_rows(run_dir: Path, seconds: float) -> dict[str, Any]:
-    rows = [json.loads(line) for line in (run_dir / "answers.jsonl").read_text().splitlines() if line.strip()]
-    ok = [r for r in rows if not r.get("error")]
-    mean = (lambda xs: statistics.mean(xs)) if ok else (lambda xs: None)
-    return {
-        "seconds": seconds, "answered": len(ok), "failed": len(rows) - len(ok),
-        "errors": [r["error"] for r in rows if r.get("error")][:3],
-        "prompt_tokens_per_question": mean([r["prompt_tokens"] for r in ok]),
-        "completion_tokens_per_question": mean([r["completion_tokens"] for r in ok]),
-        "tokens_per_question": mean([r["prompt_tokens"] + r["completion_tokens"] for r in ok]),
-        "calls_per_question": mean([r["llm_calls"] for r in ok]),
-        "answers": [r.get("answer") for r in ok][:5],
-    }
-
-
-def standin_tokens(settings: Any, graph: Path, questions: Path, out: Path, methods: list[str], n: int,
-                   server_cls: Any) -> dict[str, Any]:
-    """Real prompts (real retrieval and memory), the stand-in's answers, counted in the bundled LLM's tokens."""
-    from memgraft.models.llm.transformers_backend import ensure_hf_folder
-    from pipelines.answer_queries import run_answers
-
-    folder = ensure_hf_folder(settings.models.llm, settings.cache_path)
-    res: dict[str, Any] = {"tokenizer": Path(folder).name, "questions": n}
-    with server_cls(0.0, process=True, tokenizer=str(folder)) as server:
-        s = _copy(settings, ["hgmem.max_in_flight=16", "models.llm_batch_size=16", "models.llm_backend=openai",
-                             f"models.llm_base_url={server.base_url}"])
-        for method in methods:
-            run_dir = out / f"tokens_{method}"
-            t = time.perf_counter()
-            run_answers(s, str(graph), str(questions), str(run_dir), method, limit=n)
-            res[method] = _token_rows(run_dir, time.perf_counter() - t)
-    return res
-
-
-def real_llm_tokens(settings: Any, graph: Path, questions: Path, out: Path, methods: list[str], n: int,
-                    overrides: list[str]) -> dict[str, Any]:
-    """The real bundled LLM (the profile's backend, transformers by default), ``n`` questions batched together."""
-    from pipelines.answer_queries import run_answers
-
-    s = _copy(settings, [f"hgmem.max_in_flight={max(1, n)}", *overrides])
-    res: dict[str, Any] = {"backend": s.models.llm_backend, "llm": s.models.llm, "questions": n, "overrides": overrides}
-    for method in methods:
-        run_dir = out / f"real_{method}"
-        t = time.perf_counter()
-        run_answers(s, str(graph), str(questions), str(run_dir), method, limit=n)
-        res[method] = _token_rows(run_dir, time.perf_counter() - t)
-    return res
-
-
-# -- output ------------------------------------------------------------------------------------------------
-
-
-def print_tables(result: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    con = Console(width=150)
-    d = result["delay_s"]
-    t = Table(title=f"run_answers against the stand-in (delay {d:g} s per call; {result['graph_counts']}); "
-                    "ideal q/s = in flight / (calls per question x delay)")
-    cols = ("method", "in flight", "workers", "questions", "calls/q", "ideal q/s", "measured q/s", "efficiency",
-            "p50 latency (ideal)", "server peak in flight", "start-up s", "errors", "note")
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("method", "note") else "right")
-    for r in result["levels"]:
-        note = "as configured: llm_batch_size=" + str(r["settings"]["llm_batch_size"]) if r["settings"]["extra"] else ""
-        t.add_row(r["method"], str(r["in_flight"]), str(r["workers"]), str(r["questions"]),
-                  f"{r['calls_per_question']:.1f}", f"{r['ideal_qps']:.2f}", f"{r['measured_qps']:.2f}",
-                  f"[bold]{r['efficiency']:.2f}", f"{r['latency_p50_s']:.2f} ({r['latency_ideal_s']:.1f})",
-                  str(r["server_peak_in_flight"]), f"{r['startup_s']:.1f}", str(r["errors"]), note)
-    if result["levels"]:
-        con.print(t)
-    for r in result["levels"]:
-        if r.get("first_error"):
-            con.print(f"first error ({r['method']}, {r['in_flight']} in flight): {r['first_error']}")
-
-    w = result.get("worker_path") or {}
-    wt = Table(title="where a question's time goes on a worker, one thread, no delay, in this process "
-                     "(the CPU-bound ceiling of one worker process = 1 / its seconds per question)")
-    for c in ("method", "part", "ms per question", "share"):
-        wt.add_column(c, justify="left" if c in ("method", "part") else "right")
-    for m in result["methods"]:
-        if m not in w:
-            continue
-        total = w[m]["seconds_per_question"]
-        for part, s in w[m]["parts"].items():
-            wt.add_row(m, part, f"{s * 1000:.1f}", f"{s / total:.2f}")
-        wt.add_row(m, "total in this process", f"{total * 1000:.1f}", "1.00")
-        wt.add_row(m, "[bold]on a worker: total - stand-in + calls x HTTP round trip",
-                   f"[bold]{w[m]['worker_seconds_per_question'] * 1000:.1f}", f"ceiling {w[m]['ceiling_qps']:.0f} q/s")
-        wt.add_section()
-    if w:
-        wt.add_row("", "one HTTP round trip to a zero-delay stand-in", f"{w['http_round_trip_s'] * 1000:.1f}", "")
-        wt.add_row("", f"embedder warm-up, {w['embedder_dtype']}: one query per length 1-64 words (once per worker; "
-                       "not in the rows above)", f"{w['embedder_warm_up_s'] * 1000:.0f}", "")
-        con.print(wt)
-
-    for r in result["levels"]:
-        if r.get("py_spy", {}).get("shares"):
-            st = Table(title=f"py-spy: the worker's active samples during {r['method']} at {r['in_flight']} in flight "
-                             f"({r['py_spy']['samples']} samples, 100 Hz, 5 s, threads waiting on I/O not counted)")
-            st.add_column("part")
-            st.add_column("share", justify="right")
-            for k, v in r["py_spy"]["shares"].items():
-                st.add_row(k, f"{v:.2f}")
-            con.print(st)
-
-    tt = Table(title=f"tokens per question (prompt + completion) on MuSiQue; HGMem paper: "
-                     f"{PAPER_TOKENS_PER_QUESTION:,} per NarrativeQA question")
-    for c in ("method", "LLM answers / counted as", "questions", "calls/q", "prompt/q", "completion/q", "total/q",
-              "vs paper"):
-        tt.add_column(c, justify="left" if c in ("method", "LLM answers / counted as") else "right")
-
-    def token_row(m: str, label: str, x: dict[str, Any]) -> None:
-        if x["tokens_per_question"] is None:
-            tt.add_row(m, label, "0", "", "", "", "failed", "; ".join(x["errors"])[:60])
-            return
-        tt.add_row(m, label, str(x["answered"]) + (f" (+{x['failed']} failed)" if x["failed"] else ""),
-                   f"{x['calls_per_question']:.1f}", f"{x['prompt_tokens_per_question']:,.0f}",
-                   f"{x['completion_tokens_per_question']:,.0f}", f"[bold]{x['tokens_per_question']:,.0f}",
-                   f"{x['tokens_per_question'] / PAPER_TOKENS_PER_QUESTION:.2f}")
-
-    st, real = result.get("standin_tokens") or {}, result.get("real_llm") or {}
-    for m in result["methods"]:
-        if m in st:
-            token_row(m, f"stand-in / {st['tokenizer']} tokens", st[m])
-        if m in real:
-            extra = escape(f" [{' '.join(real['overrides'])}]") if real["overrides"] else ""
-            token_row(m, f"{real['llm']} ({real['backend']}){extra} / its tokens", real[m])
-        sr = [r for r in result["levels"] if r["method"] == m and not r["settings"]["extra"] and r["questions"]]
-        if sr:
-            tt.add_row(m, "stand-in / whitespace words (the sweep)", str(sum(r["questions"] for r in sr)),
-                       f"{sr[0]['calls_per_question']:.1f}", "", "",
-                       f"{statistics.mean(r['tokens_per_question'] for r in sr):,.0f}", "")
-    con.print(tt)
-    if real:
-        con.print("real-LLM seconds: " + ", ".join(f"{m} {real[m]['seconds']:.0f} s" for m in result["methods"] if m in real))
-
-    ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
-    for c in ("phase", "seconds", "this run", "other processes"):
-        ct.add_column(c, justify="left" if c == "phase" else "right")
-    for phase, c in result["cpu"].items():
-        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
-                   f"{c['other_cores']:.2f}")
-    con.print(ct)
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graph", type=Path, default=None, help="reuse a built graph folder")
@@ -544,7 +235,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
 
-    from bench.build_graphs import ProcessSampler
+    from bench.sampling import ProcessSampler
     from bench.standin_server import Standin
     from memgraft.config import load_settings
 

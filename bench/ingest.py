@@ -56,7 +56,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from bench.build_graphs import NOISE_LIMIT, ProcessSampler, wait_quiet  # noqa: E402
+from bench.sampling import NOISE_LIMIT, ProcessSampler, wait_quiet  # noqa: E402
 
 
 @contextmanager
