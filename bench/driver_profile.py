@@ -82,7 +82,7 @@ class InProcessStandin:
     name = "standin-inprocess"
 
     def generate(self, requests: Any) -> list[Any]:
-        from bench.standin_server import answer_for, words
+        from bench.standin_answers import answer_for, words
         from memgraft.models.llm.base import Completion
 
         out = []
