@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.sampling import NOISE_LIMIT
+from bench.sampling import NOISE_LIMIT, cpu_table
 
 
 def print_tables(result: dict[str, Any]) -> None:
@@ -69,13 +69,7 @@ def print_tables(result: dict[str, Any]) -> None:
     con.print(f"driver peak RSS over the whole run (getrusage): {m['driver_peak_mb']:,.0f} MiB; sampled every "
               f"{m['interval_s']} s; peaks of each column are taken apart, so they need not add up")
 
-    ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
-    for col in ("phase", "seconds", "this run", "other processes"):
-        ct.add_column(col, justify="left" if col == "phase" else "right")
-    for phase, c in result["cpu"].items():
-        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
-                   f"{c['other_cores']:.2f}")
-    con.print(ct)
+    con.print(cpu_table(result["cpu"]))
 
     rt = Table(title=f"MuSiQue supporting-passage recall, {r['questions']} questions, {r['gold_passages']} gold passages "
                      f"({r['gold_in_graph']} in the graph)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench.sampling import cpu_table
+
 PAPER_TOKENS_PER_QUESTION = 4436  # HGMem paper, NarrativeQA
 
 
@@ -95,10 +97,4 @@ def print_tables(result: dict[str, Any]) -> None:
     if real:
         con.print("real-LLM seconds: " + ", ".join(f"{m} {real[m]['seconds']:.0f} s" for m in result["methods"] if m in real))
 
-    ct = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
-    for c in ("phase", "seconds", "this run", "other processes"):
-        ct.add_column(c, justify="left" if c == "phase" else "right")
-    for phase, c in result["cpu"].items():
-        ct.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
-                   f"{c['other_cores']:.2f}")
-    con.print(ct)
+    con.print(cpu_table(result["cpu"]))

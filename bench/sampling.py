@@ -153,3 +153,16 @@ def timed(into: dict[str, float], key: str, noise: dict[str, float] | None = Non
         noise[key] = max(0.0, (machine_busy_cpu_s() - busy) - used) / wall if wall else 0.0
     if cpu is not None:
         cpu[key] = used
+
+
+def cpu_table(cpu: dict[str, dict[str, float]]) -> Any:
+    """The rich table of ``{phase: {wall_s, own_cpu_s, other_cores}}`` every bench prints the same way."""
+    from rich.table import Table
+
+    table = Table(title="CPU by phase (cores busy on average; 'other' = processes outside this run: noise)")
+    for col in ("phase", "seconds", "this run", "other processes"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for phase, c in cpu.items():
+        table.add_row(phase, f"{c['wall_s']:.1f}", f"{c['own_cpu_s'] / c['wall_s']:.2f}" if c["wall_s"] else "-",
+                      f"{c['other_cores']:.2f}")
+    return table
