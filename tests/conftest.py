@@ -83,3 +83,30 @@ def pg_server():
 def pg_url(pg_server):
     """A factory of fresh, empty bank databases on the session's server, as ``postgresql://`` URLs."""
     return pg_server.database
+
+
+# -- the memory-bank tests' backends (test_collab_bank.py, test_collab_bank_asof.py) ------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh(request, tmp_path):
+    """A factory of new, empty bank locations on the parametrized backend."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_url")
+    made = iter(range(1 << 30))
+    return lambda: str(tmp_path / f"bank{next(made)}.sqlite")
+
+
+@pytest.fixture
+def location(fresh):
+    return fresh()
+
+
+@pytest.fixture
+def bank(location):
+    from memgraft.collab.bank import MemoryBank
+    from tests.doubles import HashEmbedder
+
+    b = MemoryBank(location, HashEmbedder())
+    yield b
+    b.close()

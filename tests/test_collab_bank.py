@@ -1,24 +1,20 @@
-"""HiCoMER memory bank: atomic groups, append-only log, as-of rebuilds, team isolation, stored vectors.
+"""HiCoMER memory bank: atomic groups, append-only log, team isolation, transactions and concurrent writers.
 
 Every test that takes ``location`` (or ``bank``) runs on both backends: a SQLite file
-and a fresh database on the session's PostgreSQL (``pg_url`` in conftest).
+and a fresh database on the session's PostgreSQL (``fresh`` and ``pg_url`` in conftest).
+As-of rebuilds and stored vectors are in ``test_collab_bank_asof.py``.
 """
 
 from __future__ import annotations
 
-import random
-import sqlite3
 import threading
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 
-import numpy as np
 import pytest
 
 from memgraft.collab.bank import (
     BankError,
-    EmbedderMismatch,
     GroupAlreadyApplied,
     MemoryBank,
     OutOfOrderGroup,
@@ -26,16 +22,8 @@ from memgraft.collab.bank import (
 )
 from memgraft.collab.bank.schema import DECISION_COLUMNS, LIVE_COLUMNS
 from memgraft.collab.types import Action, Decision, MemoryGroup, MemoryQuestion, Relation
+from tests.collab_bank_helpers import G1, G2, G3, T0, group, raw_connection, stream
 from tests.doubles import HashEmbedder
-
-T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
-
-
-
-def group(team: str, gid: str, hours: float, *memories: tuple[str, str, str]) -> MemoryGroup:
-    return MemoryGroup(team=team, group_id=gid, time=T0 + timedelta(hours=hours), memories=[
-        {"memory_id": mid, "type": typ, "author": "alice" if typ == "team" else "bob", "content": text}
-        for mid, typ, text in memories])
 
 
 def decision(bank: MemoryBank, g: MemoryGroup, memory_id: str, after: str | None, *, valid: bool | None = None,
@@ -60,73 +48,6 @@ def snapshot(bank: MemoryBank, team: str) -> tuple:
     vecs = bank.embeddings(team, [r[1] for r in rows]).round(6).tolist()
     hits = [(m.memory_id, round(s, 6)) for m, s in bank.search(team, "meeting room", 10)]
     return groups, rows, log, vecs, hits, bank.stats(team)
-
-
-G1 = group("ops", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
-           ("i1", "individual", "I booked room A for the weekly meeting"))
-G2 = group("ops", "g2", 24, ("m2", "team", "From now on the weekly meeting is at 10am in room B"),
-           ("i2", "individual", "Ordered new chairs for the lab"))
-G3 = group("ops", "g3", 48, ("m3", "team", "Room B is closed; the weekly meeting moves to room C"))
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def fresh(request, tmp_path):
-    """A factory of new, empty bank locations on the parametrized backend."""
-    if request.param == "postgresql":
-        return request.getfixturevalue("pg_url")
-    made = iter(range(1 << 30))
-    return lambda: str(tmp_path / f"bank{next(made)}.sqlite")
-
-
-@pytest.fixture
-def location(fresh):
-    return fresh()
-
-
-@pytest.fixture
-def bank(location):
-    b = MemoryBank(location, HashEmbedder())
-    yield b
-    b.close()
-
-
-def chained_logs(bank, team: str) -> int:
-    """Assert every memory's decisions chain (each starts from the text and validity the previous one left: no
-    write lost to a concurrent one); how many memories have decisions."""
-    logs: dict[str, list] = {}
-    for d in bank.decisions(team):
-        logs.setdefault(d.memory_id, []).append(d)
-    broken = [(a.decision_id, b.decision_id) for log in logs.values() for a, b in zip(log, log[1:])
-              if (a.after, a.valid_after) != (b.before, b.valid_before)]
-    assert not broken, broken
-    return len(logs)
-
-
-def raw_connection(bank: MemoryBank, team: str | None = None):
-    """A plain DB-API connection to the bank's database (autocommit), seeing ``team``'s rows, and its error type."""
-    if bank.backend == "sqlite":
-        return sqlite3.connect(bank.path, isolation_level=None), sqlite3.DatabaseError
-    import psycopg
-
-    conn = psycopg.connect(bank.path, autocommit=True)
-    if team is not None:
-        conn.execute("SELECT set_config('memgraft.team', %s, false)", (team,))
-    return conn, psycopg.Error
-
-
-def stream(bank: MemoryBank) -> None:
-    """G1; G2 revises m1 and outdates i1; G3 revises m1 again."""
-    bank.apply_group(G1)
-    with bank.group_transaction(G2) as tx:
-        tx.add_memories()
-        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
-                  after="The weekly meeting is at 10am in room B")
-        tx.decide("i1", level="inter", relation="contradiction", action="keep", decided_by="test-rules",
-                  valid_after=False)
-    with bank.group_transaction(G3) as tx:
-        tx.add_memories()
-        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
-                  after="The weekly meeting is at 10am in room C")
 
 
 def test_boundary_models_read_naive_times_as_utc():
@@ -218,107 +139,6 @@ def test_decision_log_is_append_only_and_originals_never_change(bank):
     assert len(bank.decisions("ops")) == 3 and bank.memory("ops", "m1").original == m1.original
 
 
-def test_as_of_views_follow_the_decisions(bank):
-    stream(bank)
-    assert bank.memories("ops", as_of=T0 - timedelta(seconds=1)) == []
-    at1 = {m.memory_id: m for m in bank.memories("ops", as_of=G1.time + timedelta(hours=1))}
-    assert set(at1) == {"m1", "i1"}
-    assert at1["m1"].maintained == at1["m1"].original and at1["i1"].valid and at1["m1"].relation is None
-    at2 = {m.memory_id: m for m in bank.memories("ops", as_of=G2.time)}
-    assert set(at2) == {"m1", "i1", "m2", "i2"}
-    assert at2["m1"].maintained.endswith("room B") and at2["m1"].maintained_at == G2.time
-    assert not at2["i1"].valid and at2["i1"].relation is Relation.contradiction
-    at3 = bank.memories("ops", as_of=G3.time + timedelta(days=1))
-    assert at3 == bank.memories("ops")  # the rebuild at "now" is the live state
-    assert bank.memories("ops", as_of=datetime.now(timezone.utc)) == bank.memories("ops")
-    assert [m.memory_id for m in bank.memories("ops", as_of=G2.time, types=["team"])] == ["m1", "m2"]
-
-    # as-of search scores the text as it stood then, and its validity then
-    emb = bank.embedder
-    then = bank.search("ops", "meeting 9am room A", 1, as_of=G1.time)
-    assert then[0][0].maintained == G1.memories[0].content
-    assert np.allclose(then[0][0].embedding, emb.encode([G1.memories[0].content])[0])
-    assert bank.search("ops", "meeting 9am room A", 4)[0][0].maintained != G1.memories[0].content
-    assert "i1" in {m.memory_id for m, _ in bank.search("ops", "booked room A", 4, as_of=G1.time, valid_only=True)}
-    assert "i1" not in {m.memory_id for m, _ in bank.search("ops", "booked room A", 4, as_of=G2.time, valid_only=True)}
-    assert "m3" not in {m.memory_id for m, _ in bank.search("ops", "room C closed", 10, as_of=G2.time)}
-    live = [(m.memory_id, m.maintained, round(s, 5)) for m, s in bank.search("ops", "weekly meeting", 5)]
-    later = [(m.memory_id, m.maintained, round(s, 5)) for m, s in bank.search("ops", "weekly meeting", 5, as_of=G3.time)]
-    assert live == later
-
-
-def as_of_hits(bank: MemoryBank, when: datetime) -> list:
-    q = HashEmbedder().encode(["weekly meeting room booked"])[0]  # a vector: the query is not embedded
-    return [(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search("ops", q, 5, as_of=when)]
-
-
-def test_an_as_of_search_reads_the_original_vectors_and_embeds_only_a_twice_revised_text(location):
-    with MemoryBank(location, HashEmbedder()) as bank:
-        stream(bank)
-    emb = HashEmbedder()
-    with MemoryBank(location, emb) as bank:  # a new process: nothing cached
-        first = as_of_hits(bank, G1.time + timedelta(hours=1))
-        # m1 then held its original text (revised twice since), i1 its text of today (outdated since, kept)
-        assert {h[0]: h[1] for h in first} == {"m1": G1.memories[0].content, "i1": G1.memories[1].content}
-        assert emb.calls == []
-        as_of_hits(bank, G2.time)  # m1 then held the text of its first revision: neither stored vector
-        assert emb.calls == [["The weekly meeting is at 10am in room B"]]
-
-
-def test_a_schema_1_bank_is_upgraded_when_opened(location):
-    with MemoryBank(location, HashEmbedder()) as bank:
-        stream(bank)
-        before = [as_of_hits(bank, t) for t in (G1.time, G2.time, G3.time)]
-        conn, _ = raw_connection(bank)
-    conn.execute("ALTER TABLE memories DROP COLUMN original_embedding")  # as schema 1 made it
-    conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    conn.close()
-    emb = HashEmbedder()
-    with MemoryBank(location, emb) as bank:
-        conn, _ = raw_connection(bank, "ops")
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
-        filled = conn.execute("SELECT memory_id FROM memories WHERE original_embedding IS NOT NULL "
-                              "ORDER BY memory_id").fetchall()
-        conn.close()
-        assert [r[0] for r in filled] == ["i1", "i2", "m2", "m3"]  # m1's stored vector is of a revised text
-        assert [as_of_hits(bank, t) for t in (G1.time, G2.time, G3.time)] == before
-        assert G1.memories[0].content in {t for call in emb.calls for t in call}  # m1's original: embedded again
-
-
-def test_rebuild_at_every_group_time_equals_the_live_state_then(location):
-    rng = random.Random(7)
-    bank = MemoryBank(location, HashEmbedder())
-    seen: dict[str, list[datetime]] = {"a": [], "b": []}
-    live_then, searched_then = {}, {}
-    queries = [f"topic {i}" for i in range(5)] + ["note 3 1"]
-
-    def search(team, q, **kw):  # ids, texts, validity and scores: the as-of search must equal the live one then
-        return [(m.memory_id, m.maintained, m.valid, round(s, 5)) for m, s in bank.search(team, q, 6, **kw)]
-
-    for step in range(20):
-        team = rng.choice("ab")
-        g = group(team, f"{team}{step}", step, *[(f"{team}{step}-{j}", rng.choice(["team", "individual"]),
-                                                  f"note {step} {j} on topic {rng.randint(0, 4)}") for j in range(3)])
-        with bank.group_transaction(g) as tx:
-            tx.add_memories()
-            for m, _ in tx.search(f"topic {rng.randint(0, 4)}", 3, earlier_only=True):
-                if rng.random() < 0.6:
-                    tx.decide(m.memory_id, level="inter", relation="contradiction", action="revise",
-                              decided_by="test", after=m.maintained + f" (superseded at {step})",
-                              valid_after=rng.random() < 0.5)
-                elif rng.random() < 0.5:  # a kept memory: changed since, same text (today's vector holds)
-                    tx.decide(m.memory_id, level="inter", relation="compatible", action="keep", decided_by="test")
-        seen[team].append(g.time)
-        live_then[g.time] = bank.memories(team)
-        searched_then[g.time] = [search(team, q) for q in queries]
-    for team, times in seen.items():
-        for t in times:
-            assert bank.memories(team, as_of=t) == live_then[t]
-            assert [search(team, q, as_of=t) for q in queries] == searched_then[t]
-        assert bank.memories(team, as_of=times[-1]) == bank.memories(team)
-    bank.close()
-
-
 def test_teams_are_kept_apart(bank):
     bank.apply_group(G1)
     bank.apply_group(group("lab", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
@@ -359,49 +179,6 @@ def test_transaction_reads_its_own_writes_and_hides_them_until_commit(bank):
     other.close()
 
 
-def test_reopen_rebuilds_the_index_from_stored_vectors(location):
-    path = location
-    first = MemoryBank(path, HashEmbedder())
-    stream(first)
-    expected = [(m.memory_id, round(s, 6)) for m, s in first.search("ops", "meeting room C", 5)]
-    first.close()
-
-    emb = HashEmbedder()
-    again = MemoryBank(path, emb)
-    assert [(m.memory_id, round(s, 6)) for m, s in again.search("ops", "meeting room C", 5)] == expected
-    assert len(emb.calls) == 1  # only the query was embedded: the memories came from their blobs
-    again.close()
-
-    bare = MemoryBank(path)  # no embedder: vector queries still work, text queries and writes do not
-    q = HashEmbedder().encode(["meeting room C"])[0]
-    assert [(m.memory_id, round(s, 6)) for m, s in bare.search("ops", q, 5)] == expected
-    with pytest.raises(BankError, match="embedder"):
-        bare.search("ops", "meeting", 5)
-    with pytest.raises(BankError, match="embedder"):
-        bare.apply_group(group("ops", "g9", 99, ("z", "team", "x")))
-    bare.close()
-
-    with pytest.raises(EmbedderMismatch, match="hash-64"):
-        MemoryBank(path, HashEmbedder(name="other-model"))
-    with pytest.raises(EmbedderMismatch):
-        MemoryBank(path, HashEmbedder(dim=32))
-
-
-def test_a_bank_written_without_an_embedder_is_embedded_when_opened_with_one(fresh):
-    path = fresh()
-    with MemoryBank(path) as plain:
-        stream(plain)
-        assert plain.dim is None and plain.stats("ops")["revised"] == 1
-        with pytest.raises(BankError, match="no embeddings"):
-            plain.search("ops", np.ones(64, np.float32) / 8, 3)
-    with MemoryBank(fresh(), HashEmbedder()) as direct:
-        stream(direct)
-        expected = [(m.memory_id, round(s, 6)) for m, s in direct.search("ops", "meeting room C", 5)]
-    with MemoryBank(path, HashEmbedder()) as embedded:  # backfilled from the maintained texts
-        assert [(m.memory_id, round(s, 6)) for m, s in embedded.search("ops", "meeting room C", 5)] == expected
-        assert embedded.stats("ops")["embedder"] == "hash-64"
-
-
 def test_threads_share_one_bank(bank):
     bank.apply_group(G1)
     errors: list[BaseException] = []
@@ -421,20 +198,6 @@ def test_threads_share_one_bank(bank):
     for t in threads:
         t.join()
     assert not errors and bank.stats("ops")["memories"] == 7
-
-
-def test_real_minilm_bank(tmp_path, embedder):
-    bank = MemoryBank(tmp_path / "real.sqlite", embedder)
-    stream(bank)
-    top, score = bank.search("ops", "Where does the weekly meeting take place?", 1, types=["team"])[0]
-    assert top.memory_id in {"m1", "m2", "m3"} and 0 < score <= 1.0001
-    assert top.embedding.shape == (embedder.dim,)
-    then = bank.search("ops", "Where does the weekly meeting take place?", 2, as_of=G1.time, types=["team"])
-    assert [m.maintained for m, _ in then] == [G1.memories[0].content]
-    bank.close()
-    reopened = MemoryBank(tmp_path / "real.sqlite", embedder)
-    assert reopened.search("ops", "chairs for the lab", 1)[0][0].memory_id == "i2"
-    reopened.close()
 
 
 def test_concurrent_writers_of_one_team_take_turns(location):
@@ -474,24 +237,3 @@ def test_concurrent_writers_of_one_team_take_turns(location):
     assert all(prev.after == d.before for prev, d in zip(log, log[1:]))
     assert seed.memory("ops", "m1").maintained == log[-1].after and seed.stats("ops")["groups"] == 13
     seed.close()
-
-
-
-def test_scores_a_rounding_apart_are_tied_and_break_by_write_time_then_id():
-    """Two memories with the same text score a last bit apart by where BLAS finds them in the matrix (seen on
-    SQLite's whole matrix against PostgreSQL's top-N); such twins still rank by write time, then id."""
-    from memgraft.collab.bank.index import TIE_EPS, TeamIndex, rank
-
-    q = np.zeros(4, np.float32)
-    q[0] = 1.0
-    idx = TeamIndex(dim=4, version=0)
-    twin = np.array([0.6, 0.8, 0.0, 0.0], np.float32)
-    later_but_higher = twin.copy()
-    later_but_higher[0] += TIE_EPS / 4  # a rounding above its twin
-    idx.put("b-twin", later_but_higher, True, False, 200)
-    idx.put("a-twin", twin, True, False, 100)
-    idx.put("far", np.array([0.0, 0.0, 1.0, 0.0], np.float32), True, False, 50)
-    clearly_better = np.array([0.7, 0.7, 0.0, 0.0], np.float32)
-    idx.put("best", clearly_better / np.linalg.norm(clearly_better), True, False, 300)
-    assert [h[0] for h in rank(idx, q, 3, False, None, None, {})] == ["best", "a-twin", "b-twin"]
-    assert [h[0] for h in rank(idx, q, 2, False, None, None, {})] == ["best", "a-twin"]  # the twin cut by k: the earlier

@@ -1,6 +1,7 @@
 """The PostgreSQL bank's own guarantees: the same hits as SQLite, teams apart row by row, the HNSW path.
 
-The shared guarantees run on both backends in ``test_collab_bank.py``; these need the server.
+The shared guarantees run on both backends in ``test_collab_bank.py`` and ``test_collab_bank_asof.py``;
+these need the server.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from memgraft.collab.bank import BankError, MemoryBank
 from tests.doubles import HashEmbedder
-from tests.test_collab_bank import G1, group, raw_connection
+from tests.collab_bank_helpers import G1, group, raw_connection
 
 
 def test_both_backends_rank_alike(tmp_path, pg_url):

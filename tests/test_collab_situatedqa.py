@@ -8,7 +8,7 @@ import pytest
 
 from memgraft.collab.data import read_jsonl
 from memgraft.collab.data import situatedqa as sqa
-from tests.test_collab_data import assert_consistent
+from tests.collab_data_helpers import assert_consistent
 
 TRAIN, DEV = sqa.DATA / "temp.train.jsonl", sqa.DATA / "temp.dev.jsonl"
 needs_data = pytest.mark.skipif(not TRAIN.exists(), reason="../shared/data/situatedqa-train is missing")

@@ -386,7 +386,7 @@ def test_two_ingress_replicas_write_one_team_on_a_postgres_bank(served, pg_url):
                           headers=LAB)
         assert hits.status_code == 200, hits.text
         from memgraft.collab.bank import open_bank
-        from tests.test_collab_bank import chained_logs
+        from tests.collab_bank_helpers import chained_logs
 
         with open_bank(url) as bank:
             assert bank.stats("lab")["groups"] == 8 and chained_logs(bank, "lab") > 0

@@ -31,7 +31,7 @@ from serving.service import Models, Service
 from serving.settings import from_env, load_profile, split_overrides
 from tests.doubles import ScriptedLLM
 from tests.doubles import HashEmbedder
-from tests.test_collab_bank import chained_logs
+from tests.collab_bank_helpers import chained_logs
 
 TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
 LAB = {"Authorization": "Bearer tok-lab-0001"}

@@ -1,0 +1,64 @@
+"""The memory-bank tests' small stream (team ops's three groups, building and applying them), raw database access,
+and the check that every memory's decisions chain."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+from memgraft.collab.bank import MemoryBank
+from memgraft.collab.types import MemoryGroup
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def group(team: str, gid: str, hours: float, *memories: tuple[str, str, str]) -> MemoryGroup:
+    return MemoryGroup(team=team, group_id=gid, time=T0 + timedelta(hours=hours), memories=[
+        {"memory_id": mid, "type": typ, "author": "alice" if typ == "team" else "bob", "content": text}
+        for mid, typ, text in memories])
+
+
+G1 = group("ops", "g1", 0, ("m1", "team", "The weekly meeting is at 9am in room A"),
+           ("i1", "individual", "I booked room A for the weekly meeting"))
+G2 = group("ops", "g2", 24, ("m2", "team", "From now on the weekly meeting is at 10am in room B"),
+           ("i2", "individual", "Ordered new chairs for the lab"))
+G3 = group("ops", "g3", 48, ("m3", "team", "Room B is closed; the weekly meeting moves to room C"))
+
+
+def raw_connection(bank: MemoryBank, team: str | None = None):
+    """A plain DB-API connection to the bank's database (autocommit), seeing ``team``'s rows, and its error type."""
+    if bank.backend == "sqlite":
+        return sqlite3.connect(bank.path, isolation_level=None), sqlite3.DatabaseError
+    import psycopg
+
+    conn = psycopg.connect(bank.path, autocommit=True)
+    if team is not None:
+        conn.execute("SELECT set_config('memgraft.team', %s, false)", (team,))
+    return conn, psycopg.Error
+
+
+def stream(bank: MemoryBank) -> None:
+    """G1; G2 revises m1 and outdates i1; G3 revises m1 again."""
+    bank.apply_group(G1)
+    with bank.group_transaction(G2) as tx:
+        tx.add_memories()
+        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
+                  after="The weekly meeting is at 10am in room B")
+        tx.decide("i1", level="inter", relation="contradiction", action="keep", decided_by="test-rules",
+                  valid_after=False)
+    with bank.group_transaction(G3) as tx:
+        tx.add_memories()
+        tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
+                  after="The weekly meeting is at 10am in room C")
+
+
+def chained_logs(bank, team: str) -> int:
+    """Assert every memory's decisions chain (each starts from the text and validity the previous one left: no
+    write lost to a concurrent one); how many memories have decisions."""
+    logs: dict[str, list] = {}
+    for d in bank.decisions(team):
+        logs.setdefault(d.memory_id, []).append(d)
+    broken = [(a.decision_id, b.decision_id) for log in logs.values() for a, b in zip(log, log[1:])
+              if (a.after, a.valid_after) != (b.before, b.valid_before)]
+    assert not broken, broken
+    return len(logs)
