@@ -6,7 +6,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from memgraft.text.documents import Document, Rejection, list_input_files, read_files
+from memgraft.text.documents import list_input_files, read_files
 
 
 def _read(path: Path, max_mb: float = 20.0):

@@ -41,7 +41,6 @@ import os  # noqa: E402
 import sqlite3  # noqa: E402
 
 import httpx  # noqa: E402
-import numpy as np  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from memgraft.models.llm.base import ChatRequest, Completion  # noqa: E402

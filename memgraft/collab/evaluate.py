@@ -377,11 +377,11 @@ def _by_group(rows: Sequence[Row], key: str, k: int) -> dict[str, dict[str, floa
 
 def _summarise(rows: Sequence[Row], k: int, seconds: float) -> dict[str, Any]:
     out: dict[str, Any] = _means(rows, k)
-    for field, key in (("by_asked", "asked"),  # "now" and "as_of" questions of the real conversions, scored apart
-                       ("by_qtype", "qtype")):  # the generated streams' query types (the paper's per-type tables)
+    for name, key in (("by_asked", "asked"),  # "now" and "as_of" questions of the real conversions, scored apart
+                      ("by_qtype", "qtype")):  # the generated streams' query types (the paper's per-type tables)
         groups = _by_group(rows, key, k)
         if groups:
-            out[field] = groups
+            out[name] = groups
     out["questions"] = len(rows)
     out["dropped/q"] = sum(len(r["dropped"]) for r in rows) / len(rows) if rows else 0.0
     out["ms/q"] = 1000 * seconds / len(rows) if rows else 0.0
