@@ -31,35 +31,38 @@ def _token_rows(run_dir: Path, seconds: float) -> dict[str, Any]:
     }
 
 
+def _answer_each(settings: Any, graph: Path, questions: Path, out: Path, kind: str, methods: list[str],
+                 n: int) -> dict[str, Any]:
+    """``{method: token rows}``, each method's first ``n`` questions answered into ``out/<kind>_<method>``."""
+    from pipelines.answer_queries import run_answers
+
+    res: dict[str, Any] = {}
+    for method in methods:
+        run_dir = out / f"{kind}_{method}"
+        t = time.perf_counter()
+        run_answers(settings, str(graph), str(questions), str(run_dir), method, limit=n)
+        res[method] = _token_rows(run_dir, time.perf_counter() - t)
+    return res
+
+
 def standin_tokens(settings: Any, graph: Path, questions: Path, out: Path, methods: list[str], n: int,
                    server_cls: Any) -> dict[str, Any]:
     """Real prompts (real retrieval and memory), the stand-in's answers, counted in the bundled LLM's tokens."""
     from memgraft.models.llm.transformers_backend import ensure_hf_folder
-    from pipelines.answer_queries import run_answers
 
     folder = ensure_hf_folder(settings.models.llm, settings.cache_path)
     res: dict[str, Any] = {"tokenizer": Path(folder).name, "questions": n}
     with server_cls(0.0, process=True, tokenizer=str(folder)) as server:
         s = copy_settings(settings, ["hgmem.max_in_flight=16", "models.llm_batch_size=16", "models.llm_backend=openai",
                                      f"models.llm_base_url={server.base_url}"])
-        for method in methods:
-            run_dir = out / f"tokens_{method}"
-            t = time.perf_counter()
-            run_answers(s, str(graph), str(questions), str(run_dir), method, limit=n)
-            res[method] = _token_rows(run_dir, time.perf_counter() - t)
+        res.update(_answer_each(s, graph, questions, out, "tokens", methods, n))
     return res
 
 
 def real_llm_tokens(settings: Any, graph: Path, questions: Path, out: Path, methods: list[str], n: int,
                     overrides: list[str]) -> dict[str, Any]:
     """The real bundled LLM (the profile's backend, transformers by default), ``n`` questions batched together."""
-    from pipelines.answer_queries import run_answers
-
     s = copy_settings(settings, [f"hgmem.max_in_flight={max(1, n)}", *overrides])
     res: dict[str, Any] = {"backend": s.models.llm_backend, "llm": s.models.llm, "questions": n, "overrides": overrides}
-    for method in methods:
-        run_dir = out / f"real_{method}"
-        t = time.perf_counter()
-        run_answers(s, str(graph), str(questions), str(run_dir), method, limit=n)
-        res[method] = _token_rows(run_dir, time.perf_counter() - t)
+    res.update(_answer_each(s, graph, questions, out, "real", methods, n))
     return res
