@@ -58,6 +58,9 @@ class GenerationSettings(_Section):
     temperature: float = 0.8
     max_new_tokens: int = 2048
     json_retries: int = 2
+    # a reply still cut at max_new_tokens after the retries keeps the items it closed, when they make a
+    # valid answer (memgraft/models/llm/salvage.py); false: the call fails, as the papers' pipelines would
+    salvage_cut_replies: bool = True
     seed: int | None = 0
     top_p: float = 1.0
     top_k: int = 0  # 0: no top-k cut

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from memgraft.config import Settings
 from memgraft.models.llm.base import ChatRequest, Completion, generate_structured, schema_for
 from memgraft.models.llm.openai_backend import LLMServerError, OpenAICompatibleLLM, chat_completions_url
+from memgraft.models.llm.salvage import salvage
 from tests.doubles import ScriptedLLM
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -86,6 +87,49 @@ def test_a_reply_cut_at_the_token_limit_is_asked_again_for_a_shorter_one() -> No
     llm = ScriptedLLM(["not json", '{"x": 1, "y": 2}'])
     generate_structured(llm, ASK, Point, retries=1)
     assert llm.requests[1].messages == ASK[0]  # a reply that is wrong, not cut, is asked again as it was
+
+
+class Item(BaseModel):
+    name: str
+    tags: list[str]
+
+
+class Items(BaseModel):
+    items: list[Item]
+    note: str = ""
+
+
+def test_a_reply_still_cut_after_the_retries_keeps_the_items_it_closed() -> None:
+    cut = Completion('{"items": [{"name": "a", "tags": ["x"]}, {"name": "b", "tags": []}, {"name": "c", "ta', 5, 50,
+                     "length")
+    [res] = generate_structured(ScriptedLLM([cut, cut]), ASK, Items, retries=1, max_new_tokens=50)
+    assert res.ok and res.salvaged and res.attempts == 2 and len(res.errors) == 2  # the retry came first
+    assert res.value == Items(items=[Item(name="a", tags=["x"]), Item(name="b", tags=[])])  # "c" was cut: dropped
+    [res] = generate_structured(ScriptedLLM([cut]), ASK, Items, retries=0, salvage_cut=False)
+    assert not res.ok and not res.salvaged  # the setting off: the call fails as before
+    [res] = generate_structured(ScriptedLLM(['{"items": [{"name": "a", "tags": []}, {"name": "c", "ta']), ASK, Items,
+                                retries=0)
+    assert not res.ok  # not cut by the limit (finish "stop"): a wrong reply is never patched
+
+
+def test_salvage_never_guesses_what_the_cut_did_not_reach() -> None:
+    assert salvage(Items, '{"items": [{"name": "a", "ta') is None  # the only item was cut: no empty answer
+    assert salvage(Point, '{"x": 1, "y"') is None  # a required field never written
+    assert salvage(YesNo, '{"answer": "ye') is None  # a half-written string is not kept
+    assert salvage(Items, '{"items": [{"name": "a"}, {"name": "b", "tags": []}, {"na') is None  # an earlier bad item
+    got = salvage(Items, '{"items": [{"name": "a", "tags": ["x", "y"]}], "note": "half a sen')
+    assert got == Items(items=[Item(name="a", tags=["x", "y"])], note="")  # the cut note left out, not half kept
+    assert salvage(Items, "not json at all") is None
+
+
+def test_a_salvaged_answer_is_counted_in_the_session_usage() -> None:
+    from memgraft.config import GenerationSettings
+    from memgraft.models.llm.session import LLMSession
+
+    cut = Completion('{"items": [{"name": "a", "tags": []}, {"name": "b"', 5, 50, "length")
+    session = LLMSession(ScriptedLLM([cut, cut, cut]), GenerationSettings(max_new_tokens=50))
+    assert session.ask(Items, ASK[0], "test") == Items(items=[Item(name="a", tags=[])])
+    assert (session.usage.calls, session.usage.salvaged) == (3, 1)
 
 
 # -- OpenAI-compatible backend against a real local server ----------------------------

@@ -118,9 +118,10 @@ class SelfReflectRetriever:
             when=stamp(h.memory.time), memory=h.memory.maintained)}] for h in hits]
         g = self.generation
         results = generate_structured(self.llm, prompts, StillValid, retries=g.json_retries,
-                                      max_new_tokens=min(g.max_new_tokens, 256), temperature=g.temperature)
+                                      max_new_tokens=min(g.max_new_tokens, 256), temperature=g.temperature,
+                                      salvage_cut=g.salvage_cut_replies)
         for r in results:
-            self.usage.add(Usage(r.attempts, r.prompt_tokens, r.completion_tokens))
+            self.usage.add(Usage.of(r))
         # an answer that stays malformed keeps the memory: reflection that failed removes nothing
         return [h for h, r in zip(hits, results) if r.value is None or r.value.valid][:k]
 

@@ -249,9 +249,9 @@ def judge_structured(policy: Any, targets: Sequence[Target], prompts: list[list[
     g = policy.generation
     results = generate_structured(policy.llm, prompts, schema, retries=g.json_retries,
                                   max_new_tokens=min(g.max_new_tokens, max_new_tokens or g.max_new_tokens),
-                                  temperature=g.temperature)
+                                  temperature=g.temperature, salvage_cut=g.salvage_cut_replies)
     for r in results:
-        policy.usage.add(Usage(r.attempts, r.prompt_tokens, r.completion_tokens))
+        policy.usage.add(Usage.of(r))
     failed = [(t, r) for t, r in zip(targets, results) if r.value is None]
     if failed:
         t, r = failed[0]

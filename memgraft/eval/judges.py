@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from memgraft.config import GenerationSettings
 from memgraft.models.llm.base import LLM, Message, generate_structured
-from memgraft.models.llm.session import LLMSession
+from memgraft.models.llm.session import LLMSession, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -233,11 +233,10 @@ class Judge:
         for start in range(0, len(conversations), max(1, self.batch_size)):
             batch = conversations[start:start + max(1, self.batch_size)]
             results = generate_structured(self.session.llm, batch, model, retries=gen.json_retries,
-                                          max_new_tokens=gen.max_new_tokens, temperature=gen.temperature)
+                                          max_new_tokens=gen.max_new_tokens, temperature=gen.temperature,
+                                          salvage_cut=gen.salvage_cut_replies)
             for res in results:
-                self.session.usage.calls += res.attempts
-                self.session.usage.prompt_tokens += res.prompt_tokens
-                self.session.usage.completion_tokens += res.completion_tokens
+                self.session.usage.add(Usage.of(res))
                 error = None
                 if res.value is None:
                     error = f"{what}: no valid {model.__name__} after {res.attempts} attempts ({'; '.join(res.errors[-2:])})"

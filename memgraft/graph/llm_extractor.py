@@ -174,7 +174,7 @@ class LLMExtractor:
         answers = generate_structured(
             self.llm, [build_messages(texts[i], self.settings) for i in todo], self.output_model,
             retries=g.json_retries, max_new_tokens=self.settings.extraction.llm_max_new_tokens,
-            temperature=g.temperature,
+            temperature=g.temperature, salvage_cut=g.salvage_cut_replies,
         )
         for i, answer in zip(todo, answers):
             if answer.value is not None:

@@ -108,7 +108,8 @@ class HGMemReasoner:
     def _close(self, record: dict[str, Any], memory: HypergraphMemory, t0: float, before: Usage) -> dict[str, Any]:
         used = self.session.usage.minus(before)
         return {"memory_after": memory.snapshot(), "llm_calls": used.calls, "prompt_tokens": used.prompt_tokens,
-                "completion_tokens": used.completion_tokens, "seconds": round(time.perf_counter() - t0, 3)}
+                "completion_tokens": used.completion_tokens, "salvaged_replies": used.salvaged,
+                "seconds": round(time.perf_counter() - t0, 3)}
 
     @staticmethod
     def _point_ids(memory: HypergraphMemory) -> list[str]:

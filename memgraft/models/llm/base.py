@@ -15,6 +15,8 @@ from typing import Any, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from memgraft.models.llm.salvage import salvage
+
 Message = dict[str, str]
 
 
@@ -55,6 +57,7 @@ class StructuredResult(Generic[T]):
     completion_tokens: int = 0
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
+    salvaged: bool = False  # the value is the closed part of a reply cut at the token limit (see salvage.py)
 
     @property
     def ok(self) -> bool:
@@ -106,16 +109,21 @@ def generate_structured(
     retries: int = 2,
     max_new_tokens: int | None = None,
     temperature: float | None = None,
+    salvage_cut: bool = True,
 ) -> list[StructuredResult[T]]:
     """Ask for one ``model`` per conversation, decoding under its schema.
 
     Invalid outputs are retried (in one batch per round) up to ``retries``
-    times, then returned with ``value=None`` and every error seen.
+    times. A reply still cut at the token limit after the last retry keeps
+    the items it closed when they make a valid ``model`` (``salvage_cut``;
+    marked ``salvaged``); otherwise it is returned with ``value=None`` and
+    every error seen.
     """
     schema = schema_for(model)
     results = [StructuredResult[T](value=None, text="") for _ in messages]
     asks = [list(m) for m in messages]
     pending = list(range(len(messages)))
+    cut: set[int] = set()  # whose latest reply the token limit cut off
     for _ in range(retries + 1):
         if not pending:
             break
@@ -131,6 +139,7 @@ def generate_structured(
             res.text = out.text
             res.prompt_tokens += out.prompt_tokens
             res.completion_tokens += out.completion_tokens
+            cut.discard(i)
             try:
                 res.value = parse_json_as(model, out.text)
             except ValueError as err:
@@ -139,5 +148,10 @@ def generate_structured(
                 still.append(i)
                 if out.finish_reason == "length":  # asked again as it was, a small model runs on as long again
                     asks[i] = shorter(messages[i], max_new_tokens)
+                    cut.add(i)
         pending = still
+    for i in pending if salvage_cut else ():
+        if i in cut:
+            results[i].value = salvage(model, results[i].text)
+            results[i].salvaged = results[i].value is not None
     return results
