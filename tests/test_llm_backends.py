@@ -120,6 +120,9 @@ def test_salvage_never_guesses_what_the_cut_did_not_reach() -> None:
     got = salvage(Items, '{"items": [{"name": "a", "tags": ["x", "y"]}], "note": "half a sen')
     assert got == Items(items=[Item(name="a", tags=["x", "y"])], note="")  # the cut note left out, not half kept
     assert salvage(Items, "not json at all") is None
+    assert salvage(Items, '{"items": [') is None  # cut as the list opened: not an empty answer
+    got = salvage(Items, '{"items": [{"name": "a", "tags": []}, {"name": "b", "tags": [')
+    assert got == Items(items=[Item(name="a", tags=[])])  # "b" was open when cut: dropped, "a"'s closed [] kept
 
 
 def test_a_salvaged_answer_is_counted_in_the_session_usage() -> None:

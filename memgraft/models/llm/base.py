@@ -150,8 +150,7 @@ def generate_structured(
                     asks[i] = shorter(messages[i], max_new_tokens)
                     cut.add(i)
         pending = still
-    for i in pending if salvage_cut else ():
-        if i in cut:
-            results[i].value = salvage(model, results[i].text)
-            results[i].salvaged = results[i].value is not None
+    for i in cut if salvage_cut else ():  # every one still pending: a reply that parsed left the set
+        results[i].value = salvage(model, results[i].text)
+        results[i].salvaged = results[i].value is not None
     return results

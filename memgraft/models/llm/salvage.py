@@ -25,12 +25,20 @@ def salvage(model: type[T], text: str) -> T | None:
     """``model`` from the closed part of a cut ``text``, or None when that part is not a valid ``model``.
 
     An incomplete trailing string is left out (never kept half-written); the last item of a list that fails
-    validation is dropped, unless it is the list's only item (an empty list would claim the model said nothing).
+    validation is dropped, unless it is the list's only item, and a list the cut left open with nothing in it is
+    not read as empty (either would claim the model said nothing).
     """
     try:
         data = pydantic_core.from_json(text.strip(), allow_partial=True)
     except ValueError:
         return None
+    opened = _open_path(data)
+    if isinstance(opened[-1], list) and not opened[-1]:
+        # cut right after a list opened: what it was to hold is unknown, so it is not read as empty
+        outer = next((node for node in opened if isinstance(node, list) and len(node) > 1), None)
+        if outer is None:
+            return None
+        del outer[-1]
     for _ in range(MAX_DROPS + 1):
         try:
             return model.model_validate(data)
@@ -67,3 +75,15 @@ def _last_item_on_path(data: Any, loc: tuple[Any, ...]) -> tuple[list[Any], int]
         else:
             return None
     return None
+
+
+def _open_path(data: Any) -> list[Any]:
+    """The containers the cut was inside, outermost first: each one's last value leads to the next."""
+    path = [data]
+    while isinstance(path[-1], (dict, list)) and path[-1]:
+        node = path[-1]
+        nxt = node[-1] if isinstance(node, list) else node[next(reversed(node))]
+        if not isinstance(nxt, (dict, list)):
+            break
+        path.append(nxt)
+    return path
