@@ -1,5 +1,5 @@
 """The memory-bank tests' small stream (team ops's three groups, building and applying them), raw database access,
-and the check that every memory's decisions chain."""
+the check that every memory's decisions chain, and a bare memory for the judge's pair cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sqlite3
 from datetime import datetime, timedelta, timezone
 
 from memgraft.collab.bank import MemoryBank
-from memgraft.collab.types import MemoryGroup
+from memgraft.collab.types import Memory, MemoryGroup
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 
@@ -62,3 +62,12 @@ def chained_logs(bank, team: str) -> int:
               if (a.after, a.valid_after) != (b.before, b.valid_before)]
     assert not broken, broken
     return len(logs)
+
+
+PAIR_T0 = datetime(1870, 1, 1, tzinfo=timezone.utc)  # the judge cases come from old Wikipedia facts
+
+
+def mem(mid: str, typ: str, text: str, years: int = 0) -> Memory:
+    at = PAIR_T0 + timedelta(days=365 * years)
+    return Memory(memory_id=mid, team="museum", group_id=f"g{years}", type=typ, author="", original=text,
+                  maintained=text, time=at, relation=None, action=None, valid=True, maintained_at=at)

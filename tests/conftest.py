@@ -33,6 +33,14 @@ def embedder(settings):
     return load_embedder(settings)
 
 
+@pytest.fixture(scope="module")
+def world(embedder):
+    """HGMem's small graph in memory: two clusters of entities joined by one bridge, each fact its own chunk."""
+    from tests.facts_world import fact_store
+
+    return fact_store(embedder)
+
+
 @pytest.fixture(scope="session")
 def tokenizer(settings):
     from memgraft.models.embedder import load_tokenizer

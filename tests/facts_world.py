@@ -40,3 +40,20 @@ def fact_vectors(rows: dict[str, list[dict]], embedder) -> dict:
     return {"chunks": embedder.encode([c["text"] for c in rows["chunks"]]),
             "entities": embedder.encode([e["name"] for e in rows["entities"]]),
             "relations": embedder.encode([r["description"] for r in rows["relations"]])}
+
+
+def fact_store(embedder):
+    """A :class:`GraphStore` over :data:`FACTS` in memory, with flat inner-product indexes like a build's."""
+    import faiss
+    import pyarrow as pa
+
+    from memgraft.graph.store import GraphStore
+
+    rows = fact_rows()
+    tables = {k: pa.Table.from_pylist(v) for k, v in rows.items()}
+    vectors = fact_vectors(rows, embedder)
+    indexes = {}
+    for k, v in vectors.items():
+        indexes[k] = faiss.IndexFlatIP(v.shape[1])
+        indexes[k].add(v)
+    return GraphStore(tables, vectors, indexes, {"models": {"embedder": embedder.name}}, embedder)

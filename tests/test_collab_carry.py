@@ -60,7 +60,7 @@ def test_a_value_list_that_lost_or_gained_an_item(a, b, changed):
 def test_the_judge_reads_a_list_that_lost_an_item_as_a_new_value(settings, embedder):
     from memgraft.collab.policies import Target, make_policy
     from memgraft.collab.types import Action, Relation
-    from tests.test_collab_judge import mem
+    from tests.collab_bank_helpers import mem
 
     old = mem("both", "team", "Where was Josep Rull detained? Lledoners Prison in Catalonia and the Madrilenian "
                               "prison of Soto del Real.")

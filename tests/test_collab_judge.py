@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 
 from memgraft.collab.api import CollabMemory
@@ -12,15 +10,7 @@ from memgraft.collab.judge import JudgePolicy, load_judge
 from memgraft.collab.pair_encoder import load_pair_encoder
 from memgraft.collab.policies import Target, make_policy
 from memgraft.collab.types import Action, Memory, Relation
-
-T0 = datetime(1870, 1, 1, tzinfo=timezone.utc)
-
-
-def mem(mid: str, typ: str, text: str, years: int = 0) -> Memory:
-    at = T0 + timedelta(days=365 * years)
-    return Memory(memory_id=mid, team="museum", group_id=f"g{years}", type=typ, author="", original=text,
-                  maintained=text, time=at, relation=None, action=None, valid=True, maintained_at=at)
-
+from tests.collab_bank_helpers import mem
 
 @pytest.fixture(scope="module", params=["judge alone", "with its second opinion"])
 def policy(request, embedder):

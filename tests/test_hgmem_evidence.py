@@ -10,7 +10,6 @@ from memgraft.hgmem.retrieval import Retrieved, Retriever, StepEvidence, Subquer
 from memgraft.models.llm.session import LLMSession
 from memgraft.models.llm.tokens import TokenizerCounter, token_counter
 from tests.doubles import HGMemScript, ScriptedLLM
-from tests.test_hgmem_loop import world  # noqa: F401  (the fixture)
 
 
 def counter(settings):
@@ -27,7 +26,7 @@ def test_budgets_are_counted_by_the_llms_tokenizer(settings):
     assert c.truncate("short text", 30) == "short text"
 
 
-def test_every_subquery_shows_its_best_evidence_before_any_shows_its_next(world, settings):  # noqa: F811
+def test_every_subquery_shows_its_best_evidence_before_any_shows_its_next(world, settings):
     first = Retrieved(Subquery("a"), [], [], ["c0", "c1", "c2", "c3", "c4"])
     second = Retrieved(Subquery("b"), [], [], ["c6", "c7", "c8", "c9"])
     assert round_robin([first.chunk_ids, second.chunk_ids]) == ["c0", "c6", "c1", "c7", "c2", "c8", "c3", "c9", "c4"]
@@ -38,7 +37,7 @@ def test_every_subquery_shows_its_best_evidence_before_any_shows_its_next(world,
     assert c.count(shown.text) <= shown.tokens <= 40
 
 
-def test_each_evidence_mode_brings_its_own_top_chunks(world, settings):  # noqa: F811
+def test_each_evidence_mode_brings_its_own_top_chunks(world, settings):
     s = settings.model_copy(update={"hgmem": settings.hgmem.model_copy(update={"top_chunks": 1})})
     r = Retriever(world, s.hgmem)
     byron_greece = relation_id(*sorted((entity_id("Lord Byron"), entity_id("Greece"))))  # its chunk: c4
@@ -46,7 +45,7 @@ def test_each_evidence_mode_brings_its_own_top_chunks(world, settings):  # noqa:
     assert got[1] == "c4" and got[0] in {"c0", "c3"} and len(got) == 2  # one per mode, top_chunks=1 each
 
 
-def test_the_trace_says_what_was_retrieved_and_what_the_model_was_shown(world):  # noqa: F811
+def test_the_trace_says_what_was_retrieved_and_what_the_model_was_shown(world):
     s = load_settings("local", ["hgmem.max_step=2", "hgmem.top_entities=6", "hgmem.relations_per_entity=2",
                                 "hgmem.top_chunks=4", "hgmem.evidence_tokens=200"])
     out = HGMemReasoner(world, LLMSession(ScriptedLLM(HGMemScript()), s.generation), s).run(

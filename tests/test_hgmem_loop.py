@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pytest
 
 from memgraft.config import load_settings
-from memgraft.graph.store import GraphStore
 from memgraft.hgmem import prompts
 from memgraft.hgmem.loop import VARIANTS, HGMemReasoner
 from memgraft.hgmem.memory import HypergraphMemory
 from memgraft.hgmem.methods import METHODS, answer_record, run_method
 from memgraft.models.llm.session import LLMSession, StructuredOutputError
 from tests.doubles import HGMemScript, ScriptedLLM
-from tests.facts_world import fact_rows, fact_vectors
-
-
-@pytest.fixture(scope="module")
-def world(embedder):
-    rows = fact_rows()  # two clusters of entities joined by one bridge, each entity with its own chunk
-    tables = {k: pa.Table.from_pylist(v) for k, v in rows.items()}
-    vectors = fact_vectors(rows, embedder)
-    import faiss
-
-    indexes = {}
-    for k, v in vectors.items():
-        indexes[k] = faiss.IndexFlatIP(v.shape[1])
-        indexes[k].add(v)
-    return GraphStore(tables, vectors, indexes, {"models": {"embedder": embedder.name}}, embedder)
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from memgraft.collab.policies import RulesPolicy
 from memgraft.collab.updater import MemoEmbedder, Updater
 from memgraft.config import HiCoMERSettings
 from tests.conftest import REPO
-from tests.test_collab_updater import HashEmbedder
+from tests.doubles import HashEmbedder
 
 
 def write_lines(path, lines):

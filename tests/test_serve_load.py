@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 import tests.doubles
-import tests.test_serving
-from tests.test_serving import _free_port, scripted_llm
+import tests.serving_helpers
+from tests.serving_helpers import free_port, scripted_llm
 
 pytestmark = pytest.mark.slow
 
@@ -52,9 +52,9 @@ def served(ray_local, tmp_path_factory):
         f"serving.banks_dir={state / 'banks'}", f"serving.traces_dir={state / 'traces'}",
         f"serving.graphs_dir={state / 'graphs'}", "hicomer.updater_policy=rules"],
         tokens_file=str(state / "tokens.json"))
-    for module in (tests.doubles, tests.test_serving, sys.modules[__name__]):
+    for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
         cloudpickle.register_pickle_by_value(module)
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(compose(settings, serving, llm_factory=scripted_llm), name=APP, route_prefix="/")

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from tests.test_serving import _free_port
+from tests.serving_helpers import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,7 @@ def served(ray_local, tmp_path_factory):
         f"serving.banks_dir={state / 'banks'}", f"serving.traces_dir={state / 'traces'}",
         f"serving.graphs_dir={state / 'graphs'}", "hicomer.updater_policy=rules", "generation.max_new_tokens=96"],
         tokens_file=str(state / "tokens.json"))
-    port = _free_port()
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(compose(settings, serving), name="memgraft-real", route_prefix="/")

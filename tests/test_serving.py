@@ -9,7 +9,6 @@ MuSiQue slice graph, and team banks written through the rules updater.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import threading
 import time
@@ -19,8 +18,9 @@ import httpx
 import pytest
 
 import tests.doubles
-from tests.doubles import HGMemScript, ScriptedLLM
-from tests.waiting import find_gate, gate, pass_gate, wait_until
+import tests.serving_helpers
+from tests.serving_helpers import SLOW_GATE, free_port, scripted_llm
+from tests.waiting import gate, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -28,25 +28,6 @@ APP = "memgraft-test"
 TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
 LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
 QUESTION = "Who published the Journal of Psychotherapy Integration?"
-SLOW_GATE = "serving-slow-requests"
-
-
-class ServingScript(HGMemScript):
-    """HGMem's scripted path, plus a team answer and a plain chat reply."""
-
-    def __call__(self, request):
-        if "slow:" in request.messages[-1]["content"]:
-            pass_gate(find_gate(SLOW_GATE))  # held inside the replica until the test has killed it
-        title = (request.json_schema or {}).get("title")
-        if title == "CollabAnswer":
-            return json.dumps({"answer": "We use qPCR."})
-        if title is None:
-            return "hello from the scripted model"
-        return super().__call__(request)
-
-
-def scripted_llm(_settings):
-    return ScriptedLLM(ServingScript())
 
 
 def group(team, gid, day, *memories):
@@ -59,12 +40,6 @@ G1 = group("lab", "g1", 6, ("team", "The primary assay is qPCR from now on."),
            ("individual", "I ran batch 3 with ELISA as the primary assay."))
 G2 = group("lab", "g2", 7, ("team", "Samples are stored at -80 C in freezer B."),
            ("individual", "Ran ELISA on batch 3; signal looked clean."))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +58,9 @@ def served(ray_local, slice_graph, tmp_path_factory):
         f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_dir={state / 'banks'}",
         f"serving.traces_dir={state / 'traces'}", "serving.max_body_bytes=65536",
         "hicomer.updater_policy=rules"], tokens_file=str(state / "tokens.json"))
-    cloudpickle.register_pickle_by_value(tests.doubles)
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    port = _free_port()
+    for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
+        cloudpickle.register_pickle_by_value(module)
+    port = free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(compose(settings, serving, llm_factory=scripted_llm), name=APP, route_prefix="/")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 import pytest
+
+from tests.serving_helpers import free_port
 
 pytestmark = pytest.mark.vllm
 pytest.importorskip("vllm")
@@ -26,12 +27,6 @@ GROUP = {"team": "lab", "group_id": "g1", "time": "2025-01-06T09:00:00", "memori
     {"memory_id": "g1-m0", "type": "team", "author": "ann", "content": "The primary assay is qPCR from now on."},
     {"memory_id": "g1-m1", "type": "individual", "author": "bob",
      "content": "I ran batch 3 with ELISA as the primary assay."}]}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_app_answers_with_its_llm_on_vllm(tmp_path):
@@ -51,7 +46,7 @@ def test_the_app_answers_with_its_llm_on_vllm(tmp_path):
         "serving.vllm_engine_kwargs={max_model_len: 2048, enforce_eager: true}",
         "serving.vllm_placement_group={bundles: [{CPU: 1}]}"], tokens_file=str(tmp_path / "tokens.json"))
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
-    port = _free_port()
+    port = free_port()
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(compose(settings, serving), name="memgraft-vllm", route_prefix="/")
