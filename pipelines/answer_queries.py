@@ -35,7 +35,7 @@ from memgraft.graph.folder import GraphFolder, GraphFolderError
 from memgraft.hgmem.methods import METHODS
 from memgraft.models.llm.base import LLM
 from memgraft.progress import Progress
-from pipelines.runtime import configure_output, init_ray
+from pipelines.runtime import PipelineFitError, configure_output, gpu_actors, init_ray
 
 log = logging.getLogger("memgraft.answer_queries")
 
@@ -112,13 +112,15 @@ def done_ids(answers: Path, retry_failed: bool, method: str | None = None) -> se
     return ids
 
 
-def start_llm(settings: Settings) -> LLM | None:
-    """The shared engine for in-process backends; None when workers call an HTTP server."""
+def start_llm(settings: Settings, started: bool = False) -> LLM | None:
+    """The shared engine for in-process backends; None when workers call an HTTP server.
+    ``started``: this run started the local Ray, so an engine its GPUs cannot hold is refused, not awaited."""
     if settings.models.llm_backend == "openai":
         return None
     from pipelines.engine import EngineClient, LLMEngine
 
     gpus = settings.models.llm_tensor_parallel if settings.models.llm_backend == "vllm" else 0
+    gpu_actors("the shared LLM engine", gpus, 1, started)
     engine = LLMEngine.options(num_cpus=settings.pipeline.actor_cpus, num_gpus=gpus,
                                max_concurrency=max(64, settings.hgmem.max_in_flight * 4)).remote(settings)
     return EngineClient(engine, ray.get(engine.name.remote()), settings.models.llm_timeout_s)
@@ -157,11 +159,11 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     skip = done_ids(answers, retry_failed, method)
     todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
     log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
-    init_ray()
+    started = init_ray()
     t0 = time.perf_counter()
     engine = llm is None and settings.models.llm_backend != "openai"
     if llm is None:
-        llm = start_llm(settings)
+        llm = start_llm(settings, started)
     in_flight_cap = max(1, settings.hgmem.max_in_flight)
     workers = placeable_workers(settings, workers or auto_workers(settings), engine)
     per_worker = math.ceil(in_flight_cap / workers)
@@ -228,7 +230,7 @@ def main(
     try:
         summary = run_answers(settings, graph, questions, output, method, limit=limit, retry_failed=retry_failed,
                               workers=workers)
-    except (FileNotFoundError, ValueError, GraphFolderError) as err:
+    except (FileNotFoundError, ValueError, GraphFolderError, PipelineFitError) as err:
         typer.echo(f"answer_queries: {err}", err=True)
         raise typer.Exit(2) from err
     typer.echo(json.dumps(summary, indent=2))

@@ -35,7 +35,8 @@ from memgraft.progress import Progress
 from memgraft.text.documents import list_input_files
 from pipelines.build_report import BuildReport, manifest, print_summary
 from pipelines.driver_embed import driver_embedder, embed_stream
-from pipelines.runtime import PipelineFitError, actor_fit_problem, configure_output, init_ray, ray_data_draws_bars
+from pipelines.runtime import (PipelineFitError, actor_fit_problem, configure_output, gpu_actors, init_ray,
+                               ray_data_draws_bars)
 from pipelines.stages import (
     EmbedStage, ExtractStage, chunk_docs, docs_to_process, embedding_matrix, read_file_rows, split_rows,
 )
@@ -234,9 +235,12 @@ def run_build(
              len(plan.process), len(plan.added), len(plan.replaced), len(plan.unchanged), len(plan.deleted), len(rejected))
 
     t = time.perf_counter()
-    # fixed pools that cannot all be placed (not with vLLM's processor, which sizes its own actors)
-    problem = None if not plan.process or _vllm_extraction(settings) else actor_fit_problem(
-        settings.pipeline, ray.cluster_resources().get("CPU", 0.0))
+    # fixed pools that cannot all be placed: CPUs for ours, GPUs for vLLM's engine
+    vllm = _vllm_extraction(settings)
+    problem = actor_fit_problem(settings.pipeline, ray.cluster_resources().get("CPU", 0.0),
+                                extract_pool=not vllm) if plan.process else None
+    if plan.process and vllm:
+        gpu_actors("LLM extraction (Ray Data's vLLM processor)", settings.models.llm_tensor_parallel, 1, started)
     if problem:
         if started:  # a local Ray of a fixed size: it would wait forever
             raise PipelineFitError(problem)

@@ -32,7 +32,7 @@ from memgraft.graph.degrade import write_degraded
 from memgraft.hgmem.methods import METHODS
 from memgraft.models.llm.base import LLM
 from pipelines.answer_queries import run_answers, start_llm
-from pipelines.runtime import configure_output, init_ray
+from pipelines.runtime import PipelineFitError, configure_output, init_ray
 
 
 def _slug(name: str) -> str:
@@ -57,8 +57,8 @@ def run_tables(settings: Settings, graph: str, questions: str, output: str, *, m
             write_degraded(graph, str(degraded), drop, seed)
         graphs[f"{drop:.0%} dropped"] = str(degraded)
     graphs.update(also or {})
-    init_ray()
-    llm = llm if llm is not None else start_llm(settings)  # one engine for every run
+    started = init_ray()
+    llm = llm if llm is not None else start_llm(settings, started)  # one engine for every run
     tables: dict[str, Any] = {}
     for name, folder in graphs.items():
         runs = []
@@ -104,7 +104,7 @@ def main(
     try:
         tables = run_tables(load_settings(profile, set_), graph, questions, output, methods=methods.split(","),
                             limit=limit, drop=drop, seed=seed, also=extra, dataset=dataset)
-    except (FileNotFoundError, ValueError) as err:
+    except (FileNotFoundError, ValueError, PipelineFitError) as err:
         typer.echo(f"eval_hgmem: {err}", err=True)
         raise typer.Exit(2) from err
     print_tables(tables)

@@ -47,7 +47,7 @@ from memgraft.collab.ingest import StreamError, TeamStats, read_stream
 from memgraft.config import Settings, load_settings
 from memgraft.models.threads import available_cpus
 from memgraft.progress import Progress
-from pipelines.runtime import configure_output, init_ray
+from pipelines.runtime import PipelineFitError, configure_output, gpu_actors, init_ray
 
 log = logging.getLogger("memgraft.ingest_memories")
 
@@ -107,12 +107,13 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
     teams = sorted(parsed.teams, key=lambda t: (-len(parsed.teams[t]), t))  # largest first: the pool ends together
     # None joins RAY_ADDRESS (set by `ray job submit`) or a running head, else starts a local Ray;
     # "local" always starts a new local one; "auto" needs a running cluster.
-    init_ray(ray_address)
+    started = init_ray(ray_address)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    n = max(1, min(workers or cpus, len(teams) or 1))
-    threads = settings.models.torch_threads or max(1, cpus // n)
     s = settings
     gpus = s.models.llm_tensor_parallel if s.hicomer.updater_policy == "llm" and s.models.llm_backend == "vllm" else 0
+    # each worker holds its own vLLM engine: no more workers than the GPUs hold, or the rest wait forever
+    n = gpu_actors("an ingest worker (the LLM updater)", gpus, max(1, min(workers or cpus, len(teams) or 1)), started)
+    threads = settings.models.torch_threads or max(1, cpus // n)
     pool = [IngestWorker.options(num_cpus=s.pipeline.actor_cpus, num_gpus=gpus, max_restarts=0)
             .remote(bank, s, threads, policy_factory) for _ in range(n)]
     policy_name, dtype = ray.get([w.ready.remote() for w in pool])[0]
@@ -211,7 +212,7 @@ def main(
     settings = load_settings(profile, overrides)
     try:
         summary = run_ingest(settings, stream, bank, workers=workers, ray_address=ray_address)
-    except (FileNotFoundError, StreamError, BankError) as err:
+    except (FileNotFoundError, StreamError, BankError, PipelineFitError) as err:
         typer.echo(f"ingest_memories: {err}", err=True)
         raise typer.Exit(2) from err
     print_summary(summary)

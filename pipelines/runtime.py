@@ -33,6 +33,7 @@ import ray.data
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 _verbose = False
+log = logging.getLogger("memgraft.runtime")
 
 
 def configure_output(verbose: bool = False) -> None:
@@ -81,16 +82,43 @@ class PipelineFitError(RuntimeError):
     """The stages' fixed CPU requests cannot all be placed: the build would wait forever."""
 
 
-def actor_fit_problem(pipeline: Any, cpus: float) -> str | None:
+def actor_fit_problem(pipeline: Any, cpus: float, extract_pool: bool = True) -> str | None:
     """Why the build's fixed actor pools leave no CPU for its chunking tasks on ``cpus`` CPUs, or None.
-    Ray places every actor of a fixed pool first; a task that then finds no CPU waits for one forever."""
-    held = pipeline.extract_actors * pipeline.actor_cpus
-    pools = f"pipeline.extract_actors={pipeline.extract_actors}"
+    Ray places every actor of a fixed pool first; a task that then finds no CPU waits for one forever.
+    ``extract_pool`` False: extraction runs in vLLM's processor, which sizes its own actors."""
+    held, pools = 0.0, []
+    if extract_pool:
+        held += pipeline.extract_actors * pipeline.actor_cpus
+        pools.append(f"pipeline.extract_actors={pipeline.extract_actors}")
     if not pipeline.embed_chunks_in_driver:
         held += pipeline.embed_actors * pipeline.actor_cpus
-        pools += f" and pipeline.embed_actors={pipeline.embed_actors}"
-    if held + pipeline.task_cpus <= cpus + 1e-9:
+        pools.append(f"pipeline.embed_actors={pipeline.embed_actors}")
+    pools = " and ".join(pools)
+    if not pools or held + pipeline.task_cpus <= cpus + 1e-9:
         return None
     return (f"{pools} at pipeline.actor_cpus={pipeline.actor_cpus:g} hold {held:g} of Ray's {cpus:g} CPUs, which "
             f"leaves less than the {pipeline.task_cpus:g} a chunking task asks for (pipeline.task_cpus): the build "
             f"could never start. Lower the actors or actor_cpus, or give Ray more CPUs.")
+
+
+def gpu_actors(what: str, per_actor: float, wanted: int, started: bool, have: float | None = None) -> int:
+    """How many of ``wanted`` actors of ``per_actor`` GPUs each to start: as many as Ray can place.
+    Ray waits forever for an actor it cannot place, so a local Ray this run started (a fixed size) with
+    too few GPUs for even one is refused here; a cluster that may grow keeps one, and the log says why."""
+    if per_actor <= 0 or wanted <= 0:
+        return wanted
+    have = float(ray.cluster_resources().get("GPU", 0.0)) if have is None else have
+    fit = int(have / per_actor + 1e-9)
+    if fit >= wanted:
+        return wanted
+    asks = (f"{what} asks for {per_actor:g} GPU(s) per actor (models.llm_backend=vllm, "
+            f"models.llm_tensor_parallel={per_actor:g}) and Ray has {have:g}")
+    if fit == 0:
+        problem = (f"{asks}: it could never start. Run it where Ray has GPUs, or set models.llm_backend="
+                   f"transformers (in-process, CPU or GPU) or openai (an OpenAI-compatible server).")
+        if started:
+            raise PipelineFitError(problem)
+        log.warning("%s (unless the cluster grows)", problem)
+        return 1
+    log.warning("%s: %d of the %d actors fit; starting %d", asks, fit, wanted, fit)
+    return fit
