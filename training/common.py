@@ -28,6 +28,8 @@ from memgraft.config import Settings, TrainingSettings, load_settings
 if TYPE_CHECKING:
     from ray.train import Checkpoint, Result
 
+log = logging.getLogger("memgraft.training")
+
 
 # -- settings and Ray -------------------------------------------------------------------------
 
@@ -45,9 +47,27 @@ def load(profile: str, sets: Sequence[str]) -> Settings:
     return load_settings(profile, list(sets))
 
 
+class TrainingFitError(RuntimeError):
+    """The training workers ask for more than the local Ray this run started has: Ray Train would wait forever."""
+
+
+@contextmanager
+def said_as_exit(prog: str) -> Iterator[None]:
+    """An entry point's refusal (TrainingFitError) as one line on stderr and exit code 2, not a traceback."""
+    try:
+        yield
+    except TrainingFitError as err:
+        typer.echo(f"{prog}: {err}", err=True)
+        raise typer.Exit(2) from err
+
+
+_started_local_ray = False  # set by init_ray: a local Ray of a fixed size, which never grows
+
+
 def init_ray(address: str | None = None) -> None:
     """Join RAY_ADDRESS or a running head (``ray job submit`` sets it), else start a local Ray."""
-    import ray
+    global _started_local_ray
+    from pipelines.runtime import init_ray as join_or_start
 
     # Ray Train's print patch (propagated to the workers) breaks dill's stdout capture, which
     # `datasets` uses to fingerprint TRL's map functions: each map would print a disassembly.
@@ -57,8 +77,7 @@ def init_ray(address: str | None = None) -> None:
         # there only logs an ERROR line about its own constructor arguments (ray-project/ray#53727). The
         # local raylet inherits this process's environment; a cluster keeps its own setting.
         os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=True, configure_logging=False)
+    _started_local_ray = join_or_start(address) or _started_local_ray
 
 
 def loadable(model: str) -> str:
@@ -91,6 +110,22 @@ def scaling_config(training: TrainingSettings):
     return ScalingConfig(num_workers=training.num_workers, use_gpu=training.use_gpu, resources_per_worker=resources)
 
 
+def worker_fit_problem(training: TrainingSettings, have: Mapping[str, float]) -> str | None:
+    """What the training workers ask for that Ray's resources ``have`` lack, or None when they all fit.
+    Ray Train starts every worker or none: a group that cannot be placed waits for the cluster to grow."""
+    n = training.num_workers
+    need = {"CPU": training.cpus_per_worker * n, "GPU": training.gpus_per_worker * n if training.use_gpu else 0.0}
+    short = [f"{v:g} {r} (Ray has {float(have.get(r, 0.0)):g})" for r, v in need.items()
+             if v > float(have.get(r, 0.0)) + 1e-9]
+    if not short:
+        return None
+    asked = f"training.num_workers={n} at training.cpus_per_worker={training.cpus_per_worker:g}"
+    if training.use_gpu:
+        asked += f" and training.gpus_per_worker={training.gpus_per_worker:g} (training.use_gpu)"
+    return (f"{asked} ask for {' and '.join(short)}: Ray Train could never start them. Lower them"
+            f"{', set training.use_gpu=false' if training.use_gpu else ''}, or run where Ray has them.")
+
+
 def run_config(training: TrainingSettings, storage: str, name: str):
     from ray.train import CheckpointConfig, RunConfig
 
@@ -101,8 +136,14 @@ def run_config(training: TrainingSettings, storage: str, name: str):
 def fit(loop: Callable[[dict], None], config: dict, settings: Settings, storage: str, name: str,
         resume: bool) -> "Result":
     """Run ``loop`` on the configured workers; without ``resume`` the run's old checkpoints go first."""
+    import ray
     from ray.train.torch import TorchTrainer
 
+    problem = worker_fit_problem(settings.training, ray.cluster_resources())
+    if problem and _started_local_ray:
+        raise TrainingFitError(problem)
+    if problem:
+        log.warning("%s (unless the cluster grows)", problem)
     if not resume:
         clear_run(storage, name)
     trainer = TorchTrainer(loop, train_loop_config=config, scaling_config=scaling_config(settings.training),

@@ -30,7 +30,8 @@ import typer
 
 from memgraft.collab.rewards import GoldDecision, consistency_reward, format_reward, revision_reward
 from memgraft.config import Settings
-from training.common import PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load, loadable
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load, loadable,
+                             said_as_exit)
 
 RUN_NAME = "updater-grpo"
 
@@ -138,7 +139,8 @@ def main(
     from training.updater_eval import print_scores
 
     settings = load(profile, set_)
-    report = run_grpo(settings, output, init, resume=resume, evaluate_after=eval_, ray_address=ray_address)
+    with said_as_exit("updater_grpo"):
+        report = run_grpo(settings, output, init, resume=resume, evaluate_after=eval_, ray_address=ray_address)
     tr = report["train"]
     rewards = {k.split("/")[1]: v for k, v in tr.items() if k.startswith("rewards/") and k.endswith("/mean")}
     typer.echo(f"GRPO from {report['init']}: step {tr.get('step')} (resumed from {tr.get('resumed_from_step', 0)}), "

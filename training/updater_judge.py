@@ -33,7 +33,7 @@ import typer
 from memgraft.config import Settings
 from memgraft.progress import Progress
 from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load,
-                             storage_path, write_json)
+                             said_as_exit, storage_path, write_json)
 
 RUN_NAME = "updater-judge"
 STATE_FILE = "state.pt"
@@ -206,7 +206,9 @@ def main(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     settings = load(profile, set_)
-    print_report(run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address, encoder=encoder))
+    with said_as_exit("updater_judge"):
+        report = run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address, encoder=encoder)
+    print_report(report)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import typer
 
 from memgraft.config import Settings
-from training.common import PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load,
+                             said_as_exit)
 
 RUN_NAME = "updater-sft"
 
@@ -104,8 +105,9 @@ def main(
     from training.updater_eval import print_scores
 
     settings = load(profile, set_)
-    report = run_sft(settings, output, resume=resume, evaluate_before=eval_, evaluate_after=eval_,
-                     ray_address=ray_address)
+    with said_as_exit("updater_sft"):
+        report = run_sft(settings, output, resume=resume, evaluate_before=eval_, evaluate_after=eval_,
+                         ray_address=ray_address)
     d, tr = report["data"], report["train"]
     typer.echo(f"SFT: {d['sft_records']} records from {d['train_sources']} training sources; "
                f"held-out: {d['eval_instances']} of {d['heldout_decisions']} decisions from "

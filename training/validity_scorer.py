@@ -36,7 +36,8 @@ import typer
 
 from memgraft.config import Settings
 from memgraft.progress import Progress
-from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load, storage_path, write_json)
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load,
+                             said_as_exit, storage_path, write_json)
 
 RUN_NAME = "validity-scorer"
 STATE_FILE = "state.pt"  # scorer, optimizer and epoch: what a restarted worker resumes from
@@ -200,7 +201,9 @@ def main(
     ray_address: Optional[str] = RAY_ADDRESS_OPTION,
 ) -> None:
     settings = load(profile, set_)
-    print_report(run_validity(settings, output, resume=resume, ray_address=ray_address))
+    with said_as_exit("validity_scorer"):
+        report = run_validity(settings, output, resume=resume, ray_address=ray_address)
+    print_report(report)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""A run whose vLLM actors need GPUs that Ray does not have is refused at once, never left waiting:
-Ray waits forever for an actor it cannot place (each command hung before this check)."""
+"""A run whose actors ask for what Ray does not have is refused at once, never left waiting: Ray waits
+forever for an actor it cannot place (each command below hung before this check).
+vLLM engines need GPUs; a Ray Train worker group needs all its CPUs (and GPUs) at once."""
 
 import json
 import logging
@@ -28,12 +29,27 @@ def test_no_gpu_for_even_one_is_refused_on_a_local_ray_and_said_on_a_cluster(cap
     assert "unless the cluster grows" in caplog.text
 
 
+def test_training_workers_must_all_fit():
+    from memgraft.config import load_settings
+    from training.common import worker_fit_problem
+
+    t = load_settings("local").training  # one CPU worker of 2 CPUs
+    assert worker_fit_problem(t, {"CPU": 2.0}) is None
+    three = t.model_copy(update={"num_workers": 3})
+    assert "training.num_workers=3 at training.cpus_per_worker=2 ask for 6 CPU (Ray has 2)" in worker_fit_problem(
+        three, {"CPU": 2.0})
+    gpu = t.model_copy(update={"use_gpu": True, "gpus_per_worker": 1.0})
+    assert "ask for 1 GPU (Ray has 0)" in worker_fit_problem(gpu, {"CPU": 8.0})
+    assert "training.use_gpu=false" in worker_fit_problem(gpu, {"CPU": 8.0})
+    assert worker_fit_problem(gpu, {"CPU": 8.0, "GPU": 1.0}) is None
+
+
 def command(script: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, f"pipelines/{script}", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, script if "/" in script else f"pipelines/{script}", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env={**os.environ, "RAY_ADDRESS": "local"})
 
 
-VLLM = ("--set", "models.llm_backend=vllm")
+VLLM = ("--set", "models.llm_backend=vllm", "--set", "models.llm_tensor_parallel=64")  # more GPUs than any machine here
 
 
 @pytest.mark.slow
@@ -44,7 +60,7 @@ def test_each_command_refuses_vllm_on_a_ray_without_gpus_and_writes_nothing(tmp_
     build = command("build_graphs.py", "--input", str(docs), "--output", str(tmp_path / "g"),
                     "--set", "extraction.method=llm", *VLLM)
     assert build.returncode == 2, build.stderr[-2000:]
-    assert "build_graphs: LLM extraction (Ray Data's vLLM processor) asks for 1 GPU(s)" in build.stderr
+    assert "build_graphs: LLM extraction (Ray Data's vLLM processor) asks for 64 GPU(s)" in build.stderr
     assert not (tmp_path / "g" / "manifest.json").exists()
 
     stream = tmp_path / "s.jsonl"
@@ -53,7 +69,7 @@ def test_each_command_refuses_vllm_on_a_ray_without_gpus_and_writes_nothing(tmp_
     ingest = command("ingest_memories.py", "--stream", str(stream), "--bank", str(tmp_path / "b.sqlite"),
                      "--policy", "llm", *VLLM)
     assert ingest.returncode == 2, ingest.stderr[-2000:]
-    assert "ingest_memories: an ingest worker (the LLM updater) asks for 1 GPU(s)" in ingest.stderr
+    assert "ingest_memories: an ingest worker (the LLM updater) asks for 64 GPU(s)" in ingest.stderr
     assert not (tmp_path / "b.sqlite").exists()
 
     questions = tmp_path / "q.jsonl"
@@ -61,5 +77,13 @@ def test_each_command_refuses_vllm_on_a_ray_without_gpus_and_writes_nothing(tmp_
     answer = command("answer_queries.py", "--graph", str(slice_graph[0]), "--questions", str(questions),
                      "--output", str(tmp_path / "out"), *VLLM)
     assert answer.returncode == 2, answer.stderr[-2000:]
-    assert "answer_queries: the shared LLM engine asks for 1 GPU(s)" in answer.stderr
+    assert "answer_queries: the shared LLM engine asks for 64 GPU(s)" in answer.stderr
     assert "could never start" in answer.stderr and not (tmp_path / "out" / "answers.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_a_training_run_whose_workers_cannot_all_start_is_refused(tmp_path):
+    proc = command("training/validity_scorer.py", "--output", str(tmp_path / "vs"), "--set", "training.num_workers=1000")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "validity_scorer: training.num_workers=1000 at training.cpus_per_worker=2 ask for 2000 CPU" in proc.stderr
+    assert not (tmp_path / "vs" / "ray").exists()  # no run was started, so none is left to resume
