@@ -57,32 +57,41 @@ def in_process_level(memories: dict[str, Any], jobs: list[tuple[str, str]], leve
 
 async def served_level(base_url: str, tokens: dict[str, str], jobs: list[tuple[str, str]], level: int, k: int,
                        max_seconds: float) -> dict[str, Any]:
+    """Searches only, ``level`` at once over HTTP."""
+    reads = [("read", team, question) for team, question in jobs]
+    lat, errors, wall = await _served(base_url, tokens, reads, level, k, max_seconds, timeout=120)
+    return summary(lat["read"], wall, errors["read"])
+
+
+async def _served(base_url: str, tokens: dict[str, str], jobs: list[tuple], level: int, k: int, max_seconds: float,
+                  timeout: float) -> tuple[dict[str, list[float]], dict[str, int], float]:
+    """Run ``(kind, team, payload)`` jobs, ``level`` at once: latencies (ms) and errors by kind, and the wall time."""
     import httpx
 
-    latencies: list[float] = []
-    errors = 0
-    queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    lat: dict[str, list[float]] = {"read": [], "write": []}
+    errors = {"read": 0, "write": 0}
+    queue: asyncio.Queue[tuple] = asyncio.Queue()
     for job in jobs:
         queue.put_nowait(job)
     stop_at = time.perf_counter() + max_seconds
     limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
-    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits) as client:
 
         async def worker() -> None:
-            nonlocal errors
             while not queue.empty() and time.perf_counter() < stop_at:
-                team, question = queue.get_nowait()
+                kind, team, payload = queue.get_nowait()
+                path, body = ("search", {"query": payload, "k": k}) if kind == "read" else ("groups", payload)
                 t = time.perf_counter()
-                r = await client.post(f"/v1/teams/{team}/search", json={"query": question, "k": k},
+                r = await client.post(f"/v1/teams/{team}/{path}", json=body,
                                       headers={"Authorization": f"Bearer {tokens[team]}"})
                 if r.status_code == 200:
-                    latencies.append((time.perf_counter() - t) * 1000)
+                    lat[kind].append((time.perf_counter() - t) * 1000)
                 else:
-                    errors += 1
+                    errors[kind] += 1
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(level)))
-    return summary(latencies, time.perf_counter() - t0, errors)
+    return lat, errors, time.perf_counter() - t0
 
 
 def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int, tag: str) -> list[tuple]:
@@ -136,29 +145,6 @@ def in_process_mixed(memories: dict[str, Any], jobs: list[tuple], level: int, k:
 
 async def served_mixed(base_url: str, tokens: dict[str, str], jobs: list[tuple], level: int, k: int,
                        max_seconds: float) -> dict[str, Any]:
-    import httpx
-
-    lat: dict[str, list[float]] = {"read": [], "write": []}
-    errors = {"read": 0, "write": 0}
-    queue: asyncio.Queue[tuple] = asyncio.Queue()
-    for job in jobs:
-        queue.put_nowait(job)
-    stop_at = time.perf_counter() + max_seconds
-    limits = httpx.Limits(max_connections=level, max_keepalive_connections=level)
-    async with httpx.AsyncClient(base_url=base_url, timeout=300, limits=limits) as client:
-
-        async def worker() -> None:
-            while not queue.empty() and time.perf_counter() < stop_at:
-                kind, team, payload = queue.get_nowait()
-                path, body = ("search", {"query": payload, "k": k}) if kind == "read" else ("groups", payload)
-                t = time.perf_counter()
-                r = await client.post(f"/v1/teams/{team}/{path}", json=body,
-                                      headers={"Authorization": f"Bearer {tokens[team]}"})
-                if r.status_code == 200:
-                    lat[kind].append((time.perf_counter() - t) * 1000)
-                else:
-                    errors[kind] += 1
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(level)))
-    return mixed_summary(lat, time.perf_counter() - t0, errors)
+    """Searches and group writes, ``level`` at once over HTTP."""
+    lat, errors, wall = await _served(base_url, tokens, jobs, level, k, max_seconds, timeout=300)
+    return mixed_summary(lat, wall, errors)
