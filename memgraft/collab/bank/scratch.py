@@ -18,6 +18,7 @@ import itertools
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 ROLE = "memgraft"
@@ -28,8 +29,12 @@ class ScratchPostgres:
     """One server; ``database()`` makes a fresh, empty bank database and returns its URL."""
 
     def __init__(self, root: str | Path | None = None):
-        import pgserver
         import psycopg
+
+        with warnings.catch_warnings():  # platformdirs' notice on a machine with no login session (CI, containers):
+            # pgserver's import picks the user's runtime folder for its lock file; /tmp/runtime-UID serves as well
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            import pgserver
 
         self.root = Path(tempfile.mkdtemp(prefix="memgraft-pg-", dir=root))
         self._server = pgserver.get_server(self.root / "data", cleanup_mode="delete")
