@@ -90,3 +90,31 @@ def test_score_prelude_accuracy_and_macro_f1_by_hand(tmp_path):
     result = report.score_runs([run], "prelude", judge=judge)
     assert result["methods"]["hgmem"]["accuracy"] == pytest.approx(2 / 5)
     assert report.columns(result)[:2] == ["accuracy", "macro_f1"]
+
+
+def test_prelude_keeps_one_language_from_its_column_or_else_the_prequels_script(tmp_path):
+    english = datasets.load_dataset("prelude", PRELUDE_FIXTURE, language="English")
+    assert len(english) == 4 and {q["language"] for q in english} == {"en"}
+    with pytest.raises(datasets.DatasetError, match=r"holds no zh records \(its languages: en\)"):
+        datasets.load_dataset("prelude", PRELUDE_FIXTURE, language="zh")
+    with pytest.raises(datasets.DatasetError, match="'fr'.* en \\(English\\) and zh \\(Chinese\\)"):
+        datasets.load_dataset("prelude", PRELUDE_FIXTURE, language="fr")
+    with pytest.raises(datasets.DatasetError, match="prelude only"):
+        datasets.load_dataset("musique", PRELUDE_FIXTURE, language="en")
+    rows = [{"id": "a", "book": "红楼梦", "char": "林黛玉", "prequel": "黛玉幼年随父在扬州读书, 母亲早逝。", "label": "consistent"},
+            {"id": "b", "book": "Emma", "char": "Emma", "prequel": "Emma ran her father's house at twelve.",
+             "label": "contradict"},
+            {"id": "c", "book": "三国演义", "char": "Liu Bei (刘备)", "prequel": "刘备少时家贫, 以织席贩履为业 (sold straw sandals).",
+             "label": "consistent"}]
+    by_script = _jsonl(tmp_path / "mixed.jsonl", rows)
+    assert [q["id"] for q in datasets.load_dataset("prelude", by_script, language="zh")] == ["a", "c"]
+    assert [q["id"] for q in datasets.load_dataset("prelude", by_script, language="en")] == ["b"]
+    assert [q["language"] for q in datasets.load_dataset("prelude", by_script)] == ["zh", "en", "zh"]
+    # a column says it outright, under its own names for the two, and wins over the script
+    by_column = _jsonl(tmp_path / "col.jsonl", [{**r, "lang": lang} for r, lang in zip(rows, ("Chinese", "ZH", "english"))])
+    assert [q["id"] for q in datasets.load_dataset("prelude", by_column, language="zh")] == ["a", "b"]
+    assert "lang" not in datasets.load_dataset("prelude", by_column)[0]
+    out = tmp_path / "q.jsonl"
+    res = CliRunner().invoke(app, ["questions", "--dataset", "prelude", "--input", str(by_script), "--output", str(out),
+                                   "--language", "zh"])
+    assert res.exit_code == 0 and "wrote 2 prelude questions" in res.output, res.output

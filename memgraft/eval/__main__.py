@@ -3,7 +3,7 @@
     python -m memgraft.eval questions --dataset musique --input ../shared/data/musique/musique_train.json --output q.jsonl
     python -m memgraft.eval score --run OUT [--run OUT2 ...] --dataset musique --graph GRAPH_DIR
     python -m memgraft.eval score --run OUT --dataset nocha --judge-profile local [--set models.llm=...]
-    python -m memgraft.eval questions --dataset prelude --input public.parquet --output q.jsonl [--column prequel=content]
+    python -m memgraft.eval questions --dataset prelude --input public.parquet --output q.jsonl [--column prequel=content] [--language en]
     python -m memgraft.eval score --run OUT_HGMEM --run OUT_NAIVE --dataset longbench --baseline naive
     python -m memgraft.eval collab          # generated, TimeQA val pages, SituatedQA dev: each a table
     python -m memgraft.eval collab --generate --updater rules --answers 10
@@ -44,13 +44,16 @@ def questions(
     corpus: Optional[str] = typer.Option(None, help="musique: the passage corpus (default <input stem>_corpus.json)"),
     limit: Optional[int] = typer.Option(None, help="write at most this many questions (nocha: whole pairs)"),
     column: list[str] = typer.Option([], "--column", help="prelude: FIELD=COLUMN, where a field's column has "
-                                                          "another name (fields: id, book, char, prequel, label)"),
+                                                          "another name (fields: id, book, char, prequel, label, "
+                                                          "language)"),
+    language: Optional[str] = typer.Option(None, "--language", help="prelude: keep one language's records, en or zh "
+                                           "(from a language column, else the prequel's script)"),
 ) -> None:
     """Turn a dataset's file into the questions JSONL the driver reads."""
     from memgraft.eval.prelude import parse_columns
 
     try:
-        qs = datasets.load_dataset(dataset, input, corpus=corpus, columns=parse_columns(column))
+        qs = datasets.load_dataset(dataset, input, corpus=corpus, columns=parse_columns(column), language=language)
     except (OSError, ValueError) as err:
         typer.echo(f"questions: {err}", err=True)
         raise typer.Exit(2)

@@ -134,14 +134,17 @@ LOADERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
 
 
 def load_dataset(dataset: str, path: str | Path, *, corpus: str | Path | None = None,
-                 columns: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """``corpus`` is MuSiQue's passage file; ``columns`` names PRELUDE's columns (field -> column)."""
+                 columns: Mapping[str, str] | None = None, language: str | None = None) -> list[dict[str, Any]]:
+    """``corpus`` is MuSiQue's passage file; ``columns`` names PRELUDE's columns (field -> column) and
+    ``language`` keeps one of its two languages."""
     if dataset not in LOADERS:
         raise DatasetError(f"unknown dataset {dataset!r}; datasets: {', '.join(DATASETS)}")
+    if language and dataset != "prelude":
+        raise DatasetError(f"a language is chosen for prelude only, not {dataset}")
     if dataset == "musique":
         return musique_questions(path, corpus)
     if dataset == "prelude":
-        return prelude.prelude_questions(path, columns)
+        return prelude.prelude_questions(path, columns, language)
     return LOADERS[dataset](path)
 
 

@@ -16,6 +16,11 @@ can be named outright (``columns={"prequel": "content"}``, or ``--column prequel
 field that is not found is an error listing the columns the file has. Every other column passes
 through (a ``type`` column becomes the question kind the eval splits hyperedge sizes by).
 
+The dataset is bilingual (English and Chinese books). Each question says its ``language``: a
+``language``/``lang`` column's value where the file has one, else the prequel's script (mostly CJK
+ideographs: Chinese). ``--language en`` keeps one language, so a graph of the English books is
+asked only about them.
+
 Each record becomes one yes/no question, "is this prequel consistent with the book?", put as a
 claim so the NoCha claim reader and judge (``memgraft.eval.judges``) read the system's verdict:
 ``label`` is the expected verdict (True: consistent), ``gold`` keeps the dataset's word. The books
@@ -25,6 +30,7 @@ themselves are the documents the graph is built from; they are not part of these
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -36,7 +42,11 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "char": ("char", "character", "character_name"),
     "prequel": ("prequel", "content", "backstory"),
     "label": ("label", "answer", "gold"),
+    "language": ("language", "lang"),
 }
+OPTIONAL = frozenset({"id", "language"})  # id: the row number; language: read from the prequel's script
+LANGUAGES = {"en": ("en", "eng", "english"), "zh": ("zh", "zho", "chi", "chinese", "cn", "zh-cn", "zh-hans", "中文")}
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 CONSISTENT = frozenset({"consistent", "consistency", "true"})
 CONTRADICT = frozenset({"contradict", "contradicts", "contradictory", "contradiction", "inconsistent", "false"})
 
@@ -88,7 +98,7 @@ def resolve_columns(present: list[str], columns: Mapping[str, str] | None = None
             out[field] = columns[field]
             continue
         out[field] = next((n for n in names if n in present), None)
-        if out[field] is None and field != "id":
+        if out[field] is None and field not in OPTIONAL:
             raise PreludeError(f"no column for {field} (looked for {', '.join(names)}); the file has "
                                f"{', '.join(present)}: name it with --column {field}=COLUMN")
     return out
@@ -105,13 +115,31 @@ def prelude_claim(char: str, book: str) -> str:
             f"book's canonical story.")
 
 
-def prelude_questions(path: str | Path, columns: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def language_code(value: str) -> str | None:
+    """"en" or "zh" for the names PRELUDE's two languages go by; None for anything else."""
+    v = value.strip().lower()
+    return next((code for code, names in LANGUAGES.items() if v in names), None)
+
+
+def text_language(text: str) -> str:
+    """"zh" when at least 30% of the text's letters are CJK ideographs, else "en": PRELUDE has only the two."""
+    letters = sum(ch.isalpha() for ch in text)
+    return "zh" if letters and len(_CJK.findall(text)) / letters >= 0.3 else "en"
+
+
+def prelude_questions(path: str | Path, columns: Mapping[str, str] | None = None,
+                      language: str | None = None) -> list[dict[str, Any]]:
+    """One question per record; ``language`` ("en"/"zh", or "english"/"chinese") keeps only that language's
+    records, read from a language column where the file has one, else from the prequel's script."""
+    want = language_code(language) if language else None
+    if language and want is None:
+        raise PreludeError(f"language {language!r}: PRELUDE's are en (English) and zh (Chinese)")
     rows = list(read_rows(path))
     if not rows:
         raise PreludeError(f"{path} holds no records")
     col = resolve_columns(list(rows[0]), columns)
     used = {c for c in col.values() if c}
-    out, seen = [], set()
+    out, seen, found = [], set(), set()
     for n, r in enumerate(rows, 1):
         where = f"{path} record {n}"
         missing = [f for f, c in col.items() if c and (r.get(c) is None or str(r.get(c)).strip() == "")]
@@ -122,10 +150,18 @@ def prelude_questions(path: str | Path, columns: Mapping[str, str] | None = None
             raise PreludeError(f"{where}: id {qid!r} repeats")
         seen.add(qid)
         book, char, prequel = (str(r[col[f]]).strip() for f in ("book", "char", "prequel"))  # type: ignore[index]
-        extra = extra_fields(r, used | {"question", "claim", "label", "gold"})
+        lang = str(r[col["language"]]) if col["language"] else text_language(prequel)
+        lang = language_code(lang) or lang.strip().lower()
+        label = read_label(r[col["label"]], where)
+        found.add(lang)
+        if want and lang != want:
+            continue
+        extra = extra_fields(r, used | {"question", "claim", "label", "gold", "language"})
         out.append({"id": qid, "question": prelude_question(prequel, char, book), "claim": prelude_claim(char, book),
-                    "label": read_label(r[col["label"]], where), "gold": str(r[col["label"]]), "book": book,
-                    "char": char, **extra})
+                    "label": label, "gold": str(r[col["label"]]), "book": book, "char": char, "language": lang,
+                    **extra})
+    if not out:
+        raise PreludeError(f"{path} holds no {want} records (its languages: {', '.join(sorted(found))})")
     return out
 
 
