@@ -41,7 +41,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 
-from memgraft.collab.eval_methods import DECISION_TYPES, LLM_METHODS, METHODS, UPDATERS, MethodSpec  # noqa: F401
+from memgraft.collab.eval_methods import DECISION_TYPES, LLM_METHODS, METHODS, UPDATERS
 
 
 @dataclass
