@@ -36,7 +36,7 @@ from memgraft.text.documents import list_input_files
 from pipelines.build_report import BuildReport, manifest, print_summary
 from pipelines.driver_embed import driver_embedder, embed_stream
 from pipelines.runtime import (PipelineFitError, actor_fit_problem, configure_output, gpu_actors, init_ray,
-                               ray_data_draws_bars)
+                               ray_data_draws_bars, refuse_or_warn)
 from pipelines.stages import (
     EmbedStage, ExtractStage, chunk_docs, docs_to_process, embedding_matrix, read_file_rows, split_rows,
 )
@@ -241,10 +241,7 @@ def run_build(
                                 extract_pool=not vllm) if plan.process else None
     if plan.process and vllm:
         gpu_actors("LLM extraction (Ray Data's vLLM processor)", settings.models.llm_tensor_parallel, 1, started)
-    if problem:
-        if started:  # a local Ray of a fixed size: it would wait forever
-            raise PipelineFitError(problem)
-        log.warning("%s (unless the cluster grows)", problem)
+    refuse_or_warn(problem, started)
     processed = process_stage(settings, read, plan.process, extractor_factory) if plan.process else None
     timings["chunk_extract_embed"] = time.perf_counter() - t
     dim = _embed_dim(settings, processed)

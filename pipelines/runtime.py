@@ -79,23 +79,32 @@ def init_ray(address: str | None = None, **kwargs: Any) -> bool:
 
 
 class PipelineFitError(RuntimeError):
-    """The stages' fixed CPU requests cannot all be placed: the build would wait forever."""
+    """What a run's actors ask Ray for cannot be placed on the local Ray it started: it would wait forever."""
+
+
+def refuse_or_warn(problem: str | None, started: bool) -> None:
+    """A local Ray the run started has a fixed size, so a ``problem`` there is refused (PipelineFitError);
+    a cluster may still grow, so there it is only said."""
+    if problem and started:
+        raise PipelineFitError(problem)
+    if problem:
+        log.warning("%s (unless the cluster grows)", problem)
 
 
 def actor_fit_problem(pipeline: Any, cpus: float, extract_pool: bool = True) -> str | None:
     """Why the build's fixed actor pools leave no CPU for its chunking tasks on ``cpus`` CPUs, or None.
     Ray places every actor of a fixed pool first; a task that then finds no CPU waits for one forever.
     ``extract_pool`` False: extraction runs in vLLM's processor, which sizes its own actors."""
-    held, pools = 0.0, []
+    held, names = 0.0, []
     if extract_pool:
         held += pipeline.extract_actors * pipeline.actor_cpus
-        pools.append(f"pipeline.extract_actors={pipeline.extract_actors}")
+        names.append(f"pipeline.extract_actors={pipeline.extract_actors}")
     if not pipeline.embed_chunks_in_driver:
         held += pipeline.embed_actors * pipeline.actor_cpus
-        pools.append(f"pipeline.embed_actors={pipeline.embed_actors}")
-    pools = " and ".join(pools)
-    if not pools or held + pipeline.task_cpus <= cpus + 1e-9:
+        names.append(f"pipeline.embed_actors={pipeline.embed_actors}")
+    if not names or held + pipeline.task_cpus <= cpus + 1e-9:
         return None
+    pools = " and ".join(names)
     return (f"{pools} at pipeline.actor_cpus={pipeline.actor_cpus:g} hold {held:g} of Ray's {cpus:g} CPUs, which "
             f"leaves less than the {pipeline.task_cpus:g} a chunking task asks for (pipeline.task_cpus): the build "
             f"could never start. Lower the actors or actor_cpus, or give Ray more CPUs.")
@@ -114,11 +123,8 @@ def gpu_actors(what: str, per_actor: float, wanted: int, started: bool, have: fl
     asks = (f"{what} asks for {per_actor:g} GPU(s) per actor (models.llm_backend=vllm, "
             f"models.llm_tensor_parallel={per_actor:g}) and Ray has {have:g}")
     if fit == 0:
-        problem = (f"{asks}: it could never start. Run it where Ray has GPUs, or set models.llm_backend="
-                   f"transformers (in-process, CPU or GPU) or openai (an OpenAI-compatible server).")
-        if started:
-            raise PipelineFitError(problem)
-        log.warning("%s (unless the cluster grows)", problem)
+        refuse_or_warn(f"{asks}: it could never start. Run it where Ray has GPUs, or set models.llm_backend="
+                       f"transformers (in-process, CPU or GPU) or openai (an OpenAI-compatible server).", started)
         return 1
     log.warning("%s: %d of the %d actors fit; starting %d", asks, fit, wanted, fit)
     return fit

@@ -28,8 +28,6 @@ from memgraft.config import Settings, TrainingSettings, load_settings
 if TYPE_CHECKING:
     from ray.train import Checkpoint, Result
 
-log = logging.getLogger("memgraft.training")
-
 
 # -- settings and Ray -------------------------------------------------------------------------
 
@@ -47,16 +45,14 @@ def load(profile: str, sets: Sequence[str]) -> Settings:
     return load_settings(profile, list(sets))
 
 
-class TrainingFitError(RuntimeError):
-    """The training workers ask for more than the local Ray this run started has: Ray Train would wait forever."""
-
-
 @contextmanager
 def said_as_exit(prog: str) -> Iterator[None]:
-    """An entry point's refusal (TrainingFitError) as one line on stderr and exit code 2, not a traceback."""
+    """An entry point's refusal (workers the local Ray cannot hold) as one line on stderr and exit 2, not a traceback."""
+    from pipelines.runtime import PipelineFitError
+
     try:
         yield
-    except TrainingFitError as err:
+    except PipelineFitError as err:
         typer.echo(f"{prog}: {err}", err=True)
         raise typer.Exit(2) from err
 
@@ -139,11 +135,9 @@ def fit(loop: Callable[[dict], None], config: dict, settings: Settings, storage:
     import ray
     from ray.train.torch import TorchTrainer
 
-    problem = worker_fit_problem(settings.training, ray.cluster_resources())
-    if problem and _started_local_ray:
-        raise TrainingFitError(problem)
-    if problem:
-        log.warning("%s (unless the cluster grows)", problem)
+    from pipelines.runtime import refuse_or_warn
+
+    refuse_or_warn(worker_fit_problem(settings.training, ray.cluster_resources()), _started_local_ray)
     if not resume:
         clear_run(storage, name)
     trainer = TorchTrainer(loop, train_loop_config=config, scaling_config=scaling_config(settings.training),
