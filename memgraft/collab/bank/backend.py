@@ -168,15 +168,3 @@ def hide_password(url: str) -> str:
 
 def is_postgres(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
-
-
-def connect(location: str | Path, team: str | None = None) -> Backend:
-    """The backend a bank location names: ``postgresql://…`` is PostgreSQL, anything else a SQLite path."""
-    if is_postgres(location):
-        from memgraft.collab.bank.postgres import PostgresBackend  # psycopg only where a server is used
-
-        return PostgresBackend(str(location), team)
-    if isinstance(location, str) and "://" in location:
-        raise BankError(f"bank location {location.split('://')[0]}://… is neither a path (SQLite) nor a "
-                        f"postgresql:// URL")
-    return SqliteBackend(location, team)

@@ -8,21 +8,16 @@ the stored blobs and then kept in step with our own commits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import Memory, MemoryType
 
 # Scores this close are tied. Two memories with the same text have the same vector, yet BLAS sums their dot
 # products with the query differently by where they sit in the matrix (seen on an AMD EPYC: SQLite's whole
 # matrix and PostgreSQL's top-N ordered two such twins apart, and the decisions their order names differed).
 TIE_EPS = 1e-6
-
-if TYPE_CHECKING:
-    from memgraft.collab.bank.backend import Backend
 
 # memory_id -> (vector, valid, is_team, time µs): rows that replace or add to the committed matrix for one search
 Overlay = dict[str, tuple[np.ndarray, bool, bool, int]]
@@ -73,26 +68,6 @@ class TeamIndex:
         self._vecs[:n], self._valid[:n], self._team[:n], self._time[:n] = vecs, valid, is_team, time_us
         self.ids = list(ids)
         self.row_of = {m: i for i, m in enumerate(ids)}
-
-
-def load_index(db: "Backend", team: str, dim: int, version: int) -> TeamIndex:
-    """A team's index from its stored vectors, in write order."""
-    rows = db.execute(
-        "SELECT memory_id, embedding, valid, type, time FROM memories WHERE team = ? ORDER BY rowid",
-        (team,)).fetchall()
-    return index_of_rows(db, team, rows, dim, version)
-
-
-def index_of_rows(db: "Backend", team: str, rows: Sequence[Sequence], dim: int, version: int) -> TeamIndex:
-    """An index of (memory_id, vector, valid, type, time) rows; refuses rows without a ``dim``-dim vector."""
-    missing = [r[0] for r in rows if r[1] is None or db.vec_dim(r[1]) != dim]
-    if missing:
-        raise BankError(f"team {team!r}: memories {missing[:5]} have no stored {dim}-dim embedding")
-    idx = TeamIndex(dim, version, capacity=max(64, len(rows)))
-    idx.extend([r[0] for r in rows], db.decode_vecs([r[1] for r in rows], dim),
-               np.array([r[2] for r in rows], bool), np.array([r[3] == "team" for r in rows], bool),
-               np.array([to_us(r[4]) for r in rows], np.int64))
-    return idx
 
 
 def rank(idx: TeamIndex | None, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,

@@ -31,7 +31,8 @@ import numpy as np
 
 from memgraft.collab.bank.backend import Backend, hide_password
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.index import TeamIndex, index_of_rows
+from memgraft.collab.bank.index import TeamIndex
+from memgraft.collab.bank.stored_index import index_of_rows
 from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
 
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash

@@ -18,7 +18,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from memgraft.collab.bank.backend import Backend, connect
+from memgraft.collab.bank.backend import Backend
+from memgraft.collab.bank.connect import connect
 from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup
 from memgraft.collab.bank.index import TeamIndex, want_team_of
 from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, iso,

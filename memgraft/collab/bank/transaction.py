@@ -11,7 +11,8 @@ searches see them before the bank's index does.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -21,7 +22,30 @@ from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryT
 from memgraft.ids import content_hash
 
 if TYPE_CHECKING:
-    from memgraft.collab.bank.store import MemoryBank
+    from memgraft.collab.bank.backend import Backend
+
+
+class TransactionBank(Protocol):
+    """What a transaction reads and writes through: the bank that opened it (``MemoryBank``).
+
+    A protocol, not the class, so that the bank, which opens transactions, stands on this
+    module and not the other way round."""
+
+    _tx: "GroupTransaction | None"
+
+    def _team_db(self, team: str) -> "Backend": ...
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray | None: ...
+
+    def _query_vector(self, query: str | np.ndarray) -> np.ndarray: ...
+
+    def _search_live(self, team: str, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,
+                     tx: "GroupTransaction | None" = None, earlier_only: bool = False) -> list[tuple[Memory, float]]: ...
+
+    def memory(self, team: str, memory_id: str) -> Memory | None: ...
+
+    def memories(self, team: str, as_of: datetime | None = None, types: Sequence[MemoryType] | None = None,
+                 ids: Sequence[str] | None = None) -> list[Memory]: ...
 
 
 class GroupTransaction:
@@ -33,7 +57,7 @@ class GroupTransaction:
     commit, so an applied group always holds its memories.
     """
 
-    def __init__(self, bank: "MemoryBank", group: MemoryGroup):
+    def __init__(self, bank: TransactionBank, group: MemoryGroup):
         self.bank, self.group = bank, group
         self.team = group.team
         self.recorded: list[Decision] = []

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.index import TeamIndex, load_index, want_team_of
+from memgraft.collab.bank.index import TeamIndex, want_team_of
+from memgraft.collab.bank.stored_index import load_index
 from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import MemoryType
 from memgraft.models.embedder import Embedder
