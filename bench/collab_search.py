@@ -110,8 +110,8 @@ def bench_size(settings: Any, embedder: Any, size: int, args: argparse.Namespace
     import torch
 
     from memgraft.collab.bank import open_bank
-    from memgraft.collab.retriever import ValidityRetriever
-    from memgraft.collab.validity import ValidityScorer, validity_features
+    from memgraft.collab.retrieve.retriever import ValidityRetriever
+    from memgraft.collab.retrieve.validity import ValidityScorer, validity_features
     from memgraft.models.reranker import CosineReranker
 
     path = location or work / f"bank_{size}.sqlite"

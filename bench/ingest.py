@@ -118,8 +118,8 @@ def run_baseline(settings: Any, stream_path: Path, warm_path: Path, out: Path, s
                  phase: str = "baseline") -> dict[str, Any]:
     from memgraft.collab.bank import MemoryBank
     from memgraft.collab.ingest import ingest_stream, read_stream
-    from memgraft.collab.policies import RulesPolicy
-    from memgraft.collab.updater import MemoEmbedder, Updater
+    from memgraft.collab.maintain.policies import RulesPolicy
+    from memgraft.collab.maintain.updater import MemoEmbedder, Updater
     from memgraft.models.embedder import load_embedder
     from memgraft.models.threads import available_cpus
 

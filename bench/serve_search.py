@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 for team in banks["teams"]}
     team0 = banks["teams"][0]
     memories[team0].search(team0, "warm-up", k=args.k)
-    from memgraft.collab.retriever import ValidityRetriever
+    from memgraft.collab.retrieve.retriever import ValidityRetriever
 
     m0 = memories[team0]
     result["semantic_source"] = ValidityRetriever(m0.bank, m0.embedder, m0.reranker, m0.scorer,

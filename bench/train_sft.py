@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from memgraft.collab.training_data import balanced, sft_record
+    from memgraft.collab.train.training_data import balanced, sft_record
     from training.common import init_ray
     from training.hf_run import base_model
     from training.updater_data import updater_data

@@ -158,12 +158,12 @@ class HiCoMERSettings(_Section):
     reward_consistency: float = 1.0
     reward_revision: float = 0.5
     reward_format: float = 0.2
-    # The default judge is a small trained pair classifier over the bank's embeddings (memgraft.collab.judge);
+    # The default judge is a small trained pair classifier over the bank's embeddings (memgraft.collab.maintain.judge);
     # "rules" is the text-rule baseline, "llm" the paper's LLM updater (trained: updater_model; for clusters).
     updater_policy: Literal["judge", "rules", "llm"] = "judge"
     judge_model: str = "bundled"  # a file from `make train-updater`; "bundled": shipped for all-MiniLM-L6-v2
     judge_threshold: float = Field(0.5, gt=0.0, lt=1.0)  # P(contradiction) from which a pair contradicts
-    # The judge's second opinion on pairs in doubt: a cross-encoder (memgraft.collab.pair_encoder) that reads
+    # The judge's second opinion on pairs in doubt: a cross-encoder (memgraft.collab.maintain.pair_encoder) that reads
     # both texts together. "bundled": shipped for all-MiniLM-L6-v2; a file from `make train-updater`; "": none.
     judge_encoder: str = "bundled"
     judge_encoder_from: float = Field(0.05, ge=0.0, le=1.0)  # the judge's P(contradiction) from which it asks
@@ -172,13 +172,13 @@ class HiCoMERSettings(_Section):
     # A group of many subjects' records (real streams) has a mean vector near none of them.
     history_per_memory: int = Field(5, ge=0)
     # An earlier memory that states, word for word, the value of a note the group's team memory just overruled
-    # is superseded by that team memory too (memgraft.collab.carry): the note links two wordings of one subject.
+    # is superseded by that team memory too (memgraft.collab.maintain.carry): the note links two wordings of one subject.
     carry_overruled: bool = True
     # A note that a team memory of its own group states again is not overruled by the group's other team
     # memories (one group's team memories hold together: the conflict read is with another subject).
     judge_coexisting: bool = True
     # A memory supersedes one subject's memories: of those it would revise, one the judge reads as about another
-    # subject than the memory it contradicts most surely is judged again without it (memgraft.collab.judge).
+    # subject than the memory it contradicts most surely is judged again without it (memgraft.collab.maintain.judge).
     judge_one_subject: bool = True
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.

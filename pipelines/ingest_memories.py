@@ -74,8 +74,8 @@ class IngestWorker:
     """Holds one embedder, one policy and one bank connection; applies whole teams, one at a time."""
 
     def __init__(self, bank: str, settings: Settings, threads: int, policy_factory: PolicyFactory | None):
-        from memgraft.collab.policies import make_policy
-        from memgraft.collab.updater import MemoEmbedder, Updater
+        from memgraft.collab.maintain.policies import make_policy
+        from memgraft.collab.maintain.updater import MemoEmbedder, Updater
         from memgraft.models.embedder import load_embedder
 
         s = settings.model_copy(deep=True)

@@ -101,7 +101,7 @@ class Owner:
 
 def local_gate(bank: str, *, graphs: str | None = None, traces: str | None = None, profile: str = "local",
                overrides: Sequence[str] = ()) -> Owner:
-    from memgraft.collab.validity import make_validity
+    from memgraft.collab.retrieve.validity import make_validity
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker
 

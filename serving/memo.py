@@ -1,4 +1,4 @@
-"""A thread-safe :class:`~memgraft.collab.updater.MemoEmbedder` for a team bank shared by worker threads.
+"""A thread-safe :class:`~memgraft.collab.maintain.updater.MemoEmbedder` for a team bank shared by worker threads.
 
 The updater embeds a group while it plans; given a memo, the bank's write reuses
 those vectors instead of embedding every text a second time inside SQLite's write
@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from memgraft.collab.updater import MemoEmbedder
+from memgraft.collab.maintain.updater import MemoEmbedder
 from memgraft.models.embedder import Embedder
 
 

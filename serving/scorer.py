@@ -21,7 +21,7 @@ Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 @serve.deployment(name="scorer")
 class ScorerDeployment:
     def __init__(self, path: str, batching: Batching):
-        from memgraft.collab.validity import load_scorer
+        from memgraft.collab.retrieve.validity import load_scorer
 
         self.scorer = load_scorer(path)
         batching.configure(self._score_batch)

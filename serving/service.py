@@ -77,7 +77,7 @@ class Service:
     def __init__(self, settings: Settings, serving: ServingSettings, models: Models):
         self.settings, self.serving, self.models = settings, serving, models
         if models.scorer is None and settings.hicomer.validity_scorer == "state":  # the library's default S_val
-            from memgraft.collab.validity import StateValidity
+            from memgraft.collab.retrieve.validity import StateValidity
 
             models.scorer = StateValidity(settings.hicomer.validity_state_logit)
             models.scorer_source = "the maintained state (hicomer.validity_scorer=state)"

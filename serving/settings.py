@@ -104,7 +104,7 @@ class ServingSettings(_Section):
     max_body_bytes: int = Field(1 << 20, gt=0)
     # Work one request may ask for (each refusal names its setting): 413 for a group over the first
     # two, 422 for a k or max_tokens over theirs. A memory's text past 4096 characters is not read by
-    # the rules updater anyway (memgraft.collab.rules.READ_CHARS).
+    # the rules updater anyway (memgraft.collab.maintain.rules.READ_CHARS).
     max_group_memories: int = Field(64, ge=1)
     max_memory_chars: int = Field(8192, ge=1)
     max_k: int = Field(100, ge=1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.data import Dataset
-from memgraft.collab.evaluate import build_bank
+from memgraft.collab.evaluate.harness import build_bank
 from memgraft.config import Settings
 
 

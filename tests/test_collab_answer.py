@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memgraft.collab.answer import (
+from memgraft.collab.answer.grounded import (
     NO_EVIDENCE,
     AnswerResult,
     CollabAnswer,

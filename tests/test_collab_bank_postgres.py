@@ -211,7 +211,7 @@ def test_the_eval_harness_builds_its_banks_in_postgres_and_scores_as_on_sqlite(t
     """`python -m memgraft.eval collab --banks-url postgresql://…`: the raw, judge and rules banks of one stream (the
     same team names) in one database, a schema each, and every figure as over the SQLite files."""
     from memgraft.collab.data.generator import generate
-    from memgraft.collab.evaluate import EvalOptions, run_eval
+    from memgraft.collab.evaluate.harness import EvalOptions, run_eval
     from memgraft.models.reranker import load_reranker
 
     data = generate(seed=3, teams=2, groups=6)

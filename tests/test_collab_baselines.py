@@ -7,10 +7,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memgraft.collab.bank import MemoryBank
-from memgraft.collab.baselines import (DenseRetriever, HybridRetriever, RecencyRetriever, RelevanceRecencyImportance,
+from memgraft.collab.evaluate.baselines import (DenseRetriever, HybridRetriever, RecencyRetriever, RelevanceRecencyImportance,
                                        RerankRetriever, tokens)
 from memgraft.collab.data.generator import generate
-from memgraft.collab.evaluate import build_bank, retrieval_scores, split_teams, updater_scores
+from memgraft.collab.evaluate.harness import build_bank, retrieval_scores, split_teams, updater_scores
 from memgraft.collab.types import MemoryGroup, MemoryQuestion
 from memgraft.models.reranker import CosineReranker
 

@@ -1,5 +1,5 @@
-"""Values read off a memory's words (memgraft.collab.values), and what the updater does with them: carrying an
-overruled value back (memgraft.collab.carry: a note the team overrules links two wordings of one subject), and a
+"""Values read off a memory's words (memgraft.collab.maintain.values), and what the updater does with them: carrying an
+overruled value back (memgraft.collab.maintain.carry: a note the team overrules links two wordings of one subject), and a
 value list that lost an item read as a changed value."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.values import list_change, stated_value, states
+from memgraft.collab.maintain.values import list_change, stated_value, states
 
 
 @pytest.mark.parametrize("note,by,value", [
@@ -58,7 +58,8 @@ def test_a_value_list_that_lost_or_gained_an_item(a, b, changed):
 
 
 def test_the_judge_reads_a_list_that_lost_an_item_as_a_new_value(settings, embedder):
-    from memgraft.collab.policies import Target, make_policy
+    from memgraft.collab.maintain.judgement import Target
+    from memgraft.collab.maintain.policies import make_policy
     from memgraft.collab.types import Action, Relation
     from tests.collab_bank_helpers import mem
 

@@ -11,7 +11,7 @@ from memgraft.collab.api import CollabMemory
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.data.generator import generate
 from memgraft.collab.data.generator import QUESTION_TYPES
-from memgraft.collab.evaluate import LLM_METHODS, METHODS, EvalOptions, run_eval
+from memgraft.collab.evaluate.harness import LLM_METHODS, METHODS, EvalOptions, run_eval
 from memgraft.models.reranker import CosineReranker
 from tests.doubles import ScriptedLLM
 
@@ -99,7 +99,7 @@ def test_methods_by_metrics_on_generated_data(tmp_path, settings, embedder):
     assert m["hicomer-no-resolution"]["orr@5"] == hicomer["orr@5"] and m["hicomer-no-resolution"]["dropped/q"] == 0
     assert hicomer["n_rouge_l"] == min(40, hicomer["questions"]) and 0.0 <= hicomer["rouge_l"] <= 1.0
     # every metric per query type; Decision F1 only on the decision-oriented types
-    from memgraft.collab.eval_methods import DECISION_TYPES
+    from memgraft.collab.evaluate.methods import DECISION_TYPES
 
     by = hicomer["by_qtype"]
     assert set(by) <= set(QUESTION_TYPES) and sum(v["questions"] for v in by.values()) == hicomer["questions"]

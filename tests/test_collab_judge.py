@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.conflicts import ConflictJudge
-from memgraft.collab.judge import JudgePolicy, load_judge
-from memgraft.collab.pair_encoder import load_pair_encoder
-from memgraft.collab.policies import Target, make_policy
+from memgraft.collab.answer.conflicts import ConflictJudge
+from memgraft.collab.maintain.judge import JudgePolicy, load_judge
+from memgraft.collab.maintain.pair_encoder import load_pair_encoder
+from memgraft.collab.maintain.judgement import Target
+from memgraft.collab.maintain.policies import make_policy
 from memgraft.collab.types import Action, Memory, Relation
 from tests.collab_bank_helpers import mem
 
@@ -171,8 +172,8 @@ def test_the_second_opinion_beats_the_judge_alone_on_held_out_situatedqa_pairs(s
     CPU (on an AMD EPYC with avx512_bf16 the judge alone already found one of them)."""
     from memgraft.collab.data import situatedqa
     from memgraft.models.embedder import load_embedder
-    from memgraft.collab.judge_data import SHARED_DATA, dataset_pairs
-    from memgraft.collab.judge_train import featurise, pair_scores
+    from memgraft.collab.train.judge_data import SHARED_DATA, dataset_pairs
+    from memgraft.collab.train.judge_train import featurise, pair_scores
 
     rows = situatedqa.load_rows(SHARED_DATA / "situatedqa-train" / "temp.dev.jsonl", 250)
     pairs = dataset_pairs(situatedqa.convert(rows)[0], "situatedqa-dev")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memgraft.collab import metrics as M
+from memgraft.collab.evaluate import metrics as M
 
 
 # -- Conflict F1 ------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memgraft.collab.bank import MemoryBank
-from memgraft.collab.evaluate import LLM_METHODS, METHODS, EvalOptions, run_eval
-from memgraft.collab.peer_baselines import HierarchicalRetriever, Mem0Policy, SelfReflectRetriever
+from memgraft.collab.evaluate.harness import LLM_METHODS, METHODS, EvalOptions, run_eval
+from memgraft.collab.evaluate.peer_baselines import HierarchicalRetriever, Mem0Policy, SelfReflectRetriever
 from memgraft.collab.types import MemoryGroup
-from memgraft.collab.updater import Updater
+from memgraft.collab.maintain.updater import Updater
 from memgraft.models.reranker import CosineReranker
 from tests.doubles import ScriptedLLM
 

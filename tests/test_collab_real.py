@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from memgraft.collab.evaluate import EvalOptions, run_eval
-from memgraft.collab.judge_data import SHARED_DATA
+from memgraft.collab.evaluate.harness import EvalOptions, run_eval
+from memgraft.collab.train.judge_data import SHARED_DATA
 from memgraft.models.reranker import CosineReranker
 
 TIMEQA = SHARED_DATA / "timeqa-train" / "human_annotated_train.json"

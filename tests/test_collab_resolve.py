@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memgraft.collab.resolve import Resolution, priority, resolve
-from memgraft.collab.retriever import Hit
+from memgraft.collab.answer.resolve import Resolution, priority, resolve
+from memgraft.collab.retrieve.retriever import Hit
 from memgraft.collab.types import Memory
 from memgraft.config import HiCoMERSettings
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from memgraft.collab.bank import MemoryBank
-from memgraft.collab.retriever import Hit, ValidityRetriever
+from memgraft.collab.retrieve.retriever import Hit, ValidityRetriever
 from memgraft.collab.types import MemoryGroup
-from memgraft.collab.validity import ValidityScorer
+from memgraft.collab.retrieve.validity import ValidityScorer
 from memgraft.config import HiCoMERSettings
 from memgraft.models.reranker import CosineReranker
 

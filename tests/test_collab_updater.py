@@ -8,14 +8,15 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memgraft.collab import metrics as M
+from memgraft.collab.evaluate import metrics as M
 from memgraft.collab.bank import MemoryBank
 from memgraft.collab.data import revised_text
 from memgraft.collab.data.generator import generate
-from memgraft.collab.policies import Judgement, LLMPolicy, RulesPolicy, Target, make_policy, target_from_gold
-from memgraft.collab.prompts import MaintenanceJudgement, judge_messages
+from memgraft.collab.maintain.judgement import Judgement, Target
+from memgraft.collab.maintain.policies import LLMPolicy, RulesPolicy, make_policy, target_from_gold
+from memgraft.collab.maintain.prompts import MaintenanceJudgement, judge_messages
 from memgraft.collab.types import Action, Memory, MemoryGroup, Relation
-from memgraft.collab.updater import MemoEmbedder, Updater
+from memgraft.collab.maintain.updater import MemoEmbedder, Updater
 from memgraft.config import GenerationSettings, HiCoMERSettings, Settings
 from memgraft.models.llm.session import StructuredOutputError
 from tests.doubles import HashEmbedder, ScriptedLLM
@@ -250,7 +251,7 @@ def test_rules_policy_on_generated_gold_labels():
 
 def test_judgement_normalisation():
     t = Target("intra", mem("t", "individual", "a note"), (mem("r", "team", "a rule"),), T0)
-    from memgraft.collab.policies import normalise
+    from memgraft.collab.maintain.judgement import normalise
 
     assert normalise(t, "compatible", "revise", "x") == Judgement(Relation.compatible, Action.keep, "a note")
     assert normalise(t, "contradiction", "keep", "x").maintained == "a note"

@@ -10,7 +10,7 @@ import torch
 
 from memgraft.collab.data.generator import generate
 from memgraft.collab.types import Memory
-from memgraft.collab.validity import (
+from memgraft.collab.retrieve.validity import (
     ValidityPairs,
     ValidityScorer,
     build_pairs,

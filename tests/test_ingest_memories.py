@@ -15,8 +15,8 @@ import pytest
 from memgraft.collab.bank import MemoryBank, open_bank
 from memgraft.collab.data.generator import generate
 from memgraft.collab.ingest import StreamError, ingest_stream, ingest_team, read_stream
-from memgraft.collab.policies import RulesPolicy
-from memgraft.collab.updater import MemoEmbedder, Updater
+from memgraft.collab.maintain.policies import RulesPolicy
+from memgraft.collab.maintain.updater import MemoEmbedder, Updater
 from memgraft.config import HiCoMERSettings
 from tests.conftest import REPO
 from tests.doubles import HashEmbedder
@@ -213,7 +213,7 @@ RUNNER = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
 import ray
-from memgraft.collab.policies import RulesPolicy
+from memgraft.collab.maintain.policies import RulesPolicy
 from memgraft.config import load_settings
 from pipelines.ingest_memories import run_ingest
 
@@ -325,8 +325,8 @@ from pathlib import Path
 from memgraft.collab.bank import open_bank
 from memgraft.collab.bank.transaction import GroupTransaction
 from memgraft.collab.ingest import ingest_team, read_stream
-from memgraft.collab.policies import RulesPolicy
-from memgraft.collab.updater import MemoEmbedder, Updater
+from memgraft.collab.maintain.policies import RulesPolicy
+from memgraft.collab.maintain.updater import MemoEmbedder, Updater
 from memgraft.config import HiCoMERSettings
 from tests.doubles import HashEmbedder
 

@@ -1,4 +1,4 @@
-"""The GRPO reward terms on hand-made completions (memgraft.collab.rewards)."""
+"""The GRPO reward terms on hand-made completions (memgraft.collab.train.rewards)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memgraft.collab.rewards import (GoldDecision, RewardWeights, consistency_reward, format_reward, parse_completion,
+from memgraft.collab.train.rewards import (GoldDecision, RewardWeights, consistency_reward, format_reward, parse_completion,
                                      revision_reward, total_reward)
 
 TARGET = "Log: today's dispatch used Depot 3 as the returns warehouse."

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memgraft.collab import rules
+from memgraft.collab.maintain import rules
 
 ADVERSARIAL = ["the x " * (1 << 20 // 6), "with x as the y " * (1 << 16), "set the x to " * (1 << 20 // 12),
                " " * (1 << 20), "a. " * (1 << 20 // 3), "Log: " + "x" * (1 << 20)]

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from memgraft.collab.bank import BankError
-from memgraft.collab.validity import FORMAT, ValidityScorer
+from memgraft.collab.retrieve.validity import FORMAT, ValidityScorer
 from memgraft.models.llm.base import ChatRequest
 from memgraft.models.reranker import CosineReranker
 from serving import names

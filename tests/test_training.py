@@ -89,7 +89,7 @@ def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny):
 
 def test_updater_judges_with_the_trained_checkpoint(sft_run, settings):
     from memgraft.collab.data.generator import generate
-    from memgraft.collab.policies import LLMPolicy, make_policy, target_from_gold
+    from memgraft.collab.maintain.policies import LLMPolicy, make_policy, target_from_gold
     from memgraft.collab.types import Action, Relation
 
     model = sft_run[0] / "model"
@@ -132,8 +132,8 @@ def test_grpo_step_in_ray_train_from_the_sft_model(sft_run, tiny, tmp_path, monk
 
 
 def test_validity_scorer_trains_in_ray_train_and_resumes(ray_local, tiny, tmp_path, embedder):
-    from memgraft.collab.updater import MemoEmbedder
-    from memgraft.collab.validity import load_scorer
+    from memgraft.collab.maintain.updater import MemoEmbedder
+    from memgraft.collab.retrieve.validity import load_scorer
     from training.validity_scorer import run_validity
 
     shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same stream and questions once
@@ -196,8 +196,8 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
     """Small real slices: generated streams, TimeQA train pages and SituatedQA train questions; held out:
     TimeQA val pages. The trained judge must maintain the held-out stream better than its initial weights."""
     from memgraft.collab.data import generator, situatedqa, timeqa
-    from memgraft.collab.judge import load_judge
-    from memgraft.collab.judge_data import SHARED_DATA
+    from memgraft.collab.maintain.judge import load_judge
+    from memgraft.collab.train.judge_data import SHARED_DATA
     from training.updater_judge import run_judge
 
     pages = timeqa.load_pages(SHARED_DATA / "timeqa-train" / "human_annotated_train.json")
@@ -206,7 +206,7 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
                "timeqa": timeqa.convert(timeqa.select_split(pages, "train")[:30])[0],
                "situatedqa": situatedqa.convert(rows)[0]}
     heldout = {"timeqa-val": timeqa.convert(timeqa.select_split(pages, "val")[:15])[0]}
-    from memgraft.collab.updater import MemoEmbedder
+    from memgraft.collab.maintain.updater import MemoEmbedder
 
     shared = MemoEmbedder(embedder, size=1 << 20)  # both runs embed the same texts once
     # the first run trains only (no held-out scoring): the resumed run scores the untrained and the trained judge
@@ -226,8 +226,8 @@ def test_pair_encoder_trains_in_ray_train_in_rounds_and_resumes(ray_local, tiny,
     the saved file loads as a working encoder. (Its held-out quality: tests/test_collab_judge.py, on the
     bundled one, which `make train-updater SHIP=1` made with this code.)"""
     from memgraft.collab.data import generator
-    from memgraft.collab.judge_data import dataset_pairs, symmetric
-    from memgraft.collab.pair_encoder import EncoderConfig
+    from memgraft.collab.train.judge_data import dataset_pairs, symmetric
+    from memgraft.collab.maintain.pair_encoder import EncoderConfig
     from training.pair_encoder import run_encoder
 
     pairs = symmetric(dataset_pairs(generator.generate(seed=0, teams=2, groups=4), "generated-0"))

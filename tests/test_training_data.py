@@ -1,4 +1,4 @@
-"""The updater's SFT/GRPO records and the source split (memgraft.collab.training_data)."""
+"""The updater's SFT/GRPO records and the source split (memgraft.collab.train.training_data)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from memgraft.collab.data.generator import generate
-from memgraft.collab.policies import target_from_gold
-from memgraft.collab.prompts import MaintenanceJudgement, judge_messages
-from memgraft.collab.training_data import (balanced, completion_text, gold_judgement, grpo_record, sft_record,
+from memgraft.collab.maintain.policies import target_from_gold
+from memgraft.collab.maintain.prompts import MaintenanceJudgement, judge_messages
+from memgraft.collab.train.training_data import (balanced, completion_text, gold_judgement, grpo_record, sft_record,
                                            split_by_source)
 from memgraft.models.llm.base import schema_for
 

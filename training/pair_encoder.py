@@ -1,7 +1,7 @@
-"""Training the pair judge's second opinion (memgraft.collab.pair_encoder) in Ray Train.
+"""Training the pair judge's second opinion (memgraft.collab.maintain.pair_encoder) in Ray Train.
 
 Called by ``training/updater_judge.py`` (``make train-updater``) after the judge itself.
-A sample of the judge's training pairs (:func:`memgraft.collab.pair_encoder.training_sample`,
+A sample of the judge's training pairs (:func:`memgraft.collab.maintain.pair_encoder.training_sample`,
 half generated, half real) is read once, in ``ROUNDS`` rounds of one learning-rate schedule;
 the adapters, head and optimizer are checkpointed after each round, so a killed run resumes
 at the next round (one pass takes about ten minutes on 2 cores).
@@ -28,7 +28,7 @@ def encoder_loop(config: dict[str, Any]) -> None:
     import ray.train
     import torch
 
-    from memgraft.collab.pair_encoder import EncoderConfig, PairEncoder, save_pair_encoder, train_pair_encoder
+    from memgraft.collab.maintain.pair_encoder import EncoderConfig, PairEncoder, save_pair_encoder, train_pair_encoder
     from training.common import worker_threads
 
     settings = Settings.model_validate(config["settings"])
@@ -65,7 +65,7 @@ def encoder_loop(config: dict[str, Any]) -> None:
 def run_encoder(settings: Settings, pairs: Sequence[Any], storage: str, *, resume: bool = True,
                 sample: int = SAMPLE, rounds: int = ROUNDS, rank: int = RANK) -> tuple[Any, dict[str, Any]]:
     """Train on a sample of ``pairs`` (``judge_data.Pair``, both orders); the trained encoder and the run's metrics."""
-    from memgraft.collab.pair_encoder import load_pair_encoder, training_sample
+    from memgraft.collab.maintain.pair_encoder import load_pair_encoder, training_sample
 
     chosen = training_sample(pairs, sample, seed=settings.training.seed)
     result = fit(encoder_loop, {"settings": settings.model_dump(), "pairs": chosen, "rounds": rounds, "rank": rank,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memgraft.collab.data import Row
-from memgraft.collab.training_data import balanced, load_decisions, split_by_source
+from memgraft.collab.train.training_data import balanced, load_decisions, split_by_source
 from memgraft.config import Settings
 
 

@@ -1,8 +1,8 @@
 """Conflict F1 and Maintenance Accuracy of an updater model on held-out gold decisions.
 
 The model judges through the real updater: ``make_policy`` with ``hicomer.updater_model``
-set to the model folder, the same prompt (:func:`~memgraft.collab.prompts.judge_messages`),
-the same schema-constrained decoding and the same :func:`~memgraft.collab.policies.normalise`.
+set to the model folder, the same prompt (:func:`~memgraft.collab.maintain.prompts.judge_messages`),
+the same schema-constrained decoding and the same :func:`~memgraft.collab.maintain.judgement.normalise`.
 The one difference from ``LLMPolicy.judge`` is that a target whose answer stays invalid after
 the retries is scored as a missing prediction (wrong) instead of stopping the run, so an
 untrained model can be measured. Decoding is greedy (``training.eval_temperature``).
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memgraft.collab import metrics
+from memgraft.collab.evaluate import metrics
 from memgraft.collab.data import Row
 from memgraft.config import Settings
 
@@ -41,8 +41,9 @@ def judge_settings(settings: Settings, model: str | None) -> Settings:
 
 def score_updater(settings: Settings, model: str | None, rows: Sequence[Row]) -> dict[str, Any]:
     """Judge every row's target with ``model`` and score against the gold labels."""
-    from memgraft.collab.policies import make_policy, normalise, target_from_gold
-    from memgraft.collab.prompts import MaintenanceJudgement, judge_messages
+    from memgraft.collab.maintain.judgement import normalise
+    from memgraft.collab.maintain.policies import make_policy, target_from_gold
+    from memgraft.collab.maintain.prompts import MaintenanceJudgement, judge_messages
     from memgraft.models.llm.base import generate_structured
 
     s = judge_settings(settings, model)

@@ -5,7 +5,7 @@
 
 Starts from ``--init`` (the SFT model; without it ``training.base_model`` or ``models.llm``)
 and optimises R = λ1·R_cons + λ2·R_rev + λ3·R_fmt (``hicomer.reward_consistency``,
-``reward_revision``, ``reward_format``; the terms are :mod:`memgraft.collab.rewards`) over
+``reward_revision``, ``reward_format``; the terms are :mod:`memgraft.collab.train.rewards`) over
 the training decisions of the same split as SFT. TRL samples the completions itself,
 without the decoding grammar the deployed updater uses: R_fmt is what teaches the model to
 stay inside the schema unaided.
@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 
 import typer
 
-from memgraft.collab.rewards import GoldDecision, consistency_reward, format_reward, revision_reward
+from memgraft.collab.train.rewards import GoldDecision, consistency_reward, format_reward, revision_reward
 from memgraft.config import Settings
 from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, init_ray, load, loadable,
                              said_as_exit)
@@ -104,7 +104,7 @@ def _previous(init: str | None) -> dict[str, Any]:
 def run_grpo(settings: Settings, output: str | Path, init: str | None = None, *, resume: bool = True,
              evaluate_after: bool = True, ray_address: str | None = None) -> dict[str, Any]:
     """Train from ``init`` in Ray Train, export ``<output>/model``, evaluate it on the held-out decisions."""
-    from memgraft.collab.training_data import balanced, grpo_record
+    from memgraft.collab.train.training_data import balanced, grpo_record
     from training.hf_run import base_model
     from training.updater_data import updater_data
     from training.updater_eval import train_export_score

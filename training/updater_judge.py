@@ -1,14 +1,14 @@
-"""Training HiCoMER's default updater judge (the pair classifier of memgraft.collab.judge) in Ray Train.
+"""Training HiCoMER's default updater judge (the pair classifier of memgraft.collab.maintain.judge) in Ray Train.
 
     python training/updater_judge.py [--profile local] [--output out/train/judge] [--ship] [--no-resume]
 
-Data (:mod:`memgraft.collab.judge_data`): generated streams (five seeds), the TimeQA
+Data (:mod:`memgraft.collab.train.judge_data`): generated streams (five seeds), the TimeQA
 conversion's ``train`` pages and SituatedQA's train file, as labelled (target, reference)
 pairs in both orders. Held out: another generated seed, TimeQA's ``val`` pages and
 SituatedQA's dev file; no test split of either source is read.
 
 One worker (the data is small; DDP when ``training.num_workers`` > 1) trains with
-:func:`memgraft.collab.judge_train.train_judge`'s loss and reports a checkpoint per epoch;
+:func:`memgraft.collab.train.judge_train.train_judge`'s loss and reports a checkpoint per epoch;
 a restarted run resumes at the next epoch. Prints, per held-out dataset, pair-level
 contradiction precision/recall and the updater's Conflict F1 and Maintenance Accuracy
 (relation and action) when the judge maintains the stream, for the untrained judge (the
@@ -46,8 +46,8 @@ def judge_loop(config: dict[str, Any]) -> None:
     import ray.train
     import torch
 
-    from memgraft.collab.judge import PairJudge, save_judge
-    from memgraft.collab.judge_train import JudgeData, train_judge
+    from memgraft.collab.maintain.judge import PairJudge, save_judge
+    from memgraft.collab.train.judge_train import JudgeData, train_judge
     from training.common import worker_threads
 
     settings = Settings.model_validate(config["settings"])
@@ -83,12 +83,12 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
                    second: Any = None) -> dict[str, Any]:
     """Per held-out dataset: pair scores, and the updater's scores when this judge (with ``second``, the
     pair encoder, for the pairs in doubt) maintains the stream."""
-    from memgraft.collab.evaluate import stream_groups, updater_scores, validity_state_scores
+    from memgraft.collab.evaluate.harness import stream_groups, updater_scores, validity_state_scores
     from memgraft.collab.bank import open_bank
-    from memgraft.collab.judge import JudgePolicy
-    from memgraft.collab.judge_data import dataset_pairs
-    from memgraft.collab.judge_train import featurise, pair_scores
-    from memgraft.collab.updater import MemoEmbedder, Updater
+    from memgraft.collab.maintain.judge import JudgePolicy
+    from memgraft.collab.train.judge_data import dataset_pairs
+    from memgraft.collab.train.judge_train import featurise, pair_scores
+    from memgraft.collab.maintain.updater import MemoEmbedder, Updater
 
     out: dict[str, Any] = {}
     for name, data in heldout.items():
@@ -117,10 +117,10 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
     then, with ``encoder``, the judge's second opinion on a sample of the same pairs (training/pair_encoder.py)."""
     import torch
 
-    from memgraft.collab.judge import BUNDLED, PairJudge, load_judge, save_judge
-    from memgraft.collab.judge_data import all_pairs, judge_sources
-    from memgraft.collab.judge_train import training_data
-    from memgraft.collab.updater import MemoEmbedder
+    from memgraft.collab.maintain.judge import BUNDLED, PairJudge, load_judge, save_judge
+    from memgraft.collab.train.judge_data import all_pairs, judge_sources
+    from memgraft.collab.train.judge_train import training_data
+    from memgraft.collab.maintain.updater import MemoEmbedder
     from memgraft.models.embedder import load_embedder
 
     out = Path(output)
@@ -150,8 +150,8 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
     path = save_judge(judge, out / JUDGE_FILE, metrics=report["trained"])
     shipped = [(path, BUNDLED)]
     if encoder:
-        from memgraft.collab.judge_data import symmetric
-        from memgraft.collab.pair_encoder import BUNDLED as ENCODER_BUNDLED, save_pair_encoder
+        from memgraft.collab.train.judge_data import symmetric
+        from memgraft.collab.maintain.pair_encoder import BUNDLED as ENCODER_BUNDLED, save_pair_encoder
         from training.pair_encoder import ENCODER_FILE, SAMPLE, run_encoder
 
         model, report["encoder_train"] = run_encoder(settings, symmetric(pairs), storage, resume=resume,

@@ -71,7 +71,7 @@ def sft_loop(config: dict[str, Any]) -> None:
 def run_sft(settings: Settings, output: str | Path, *, resume: bool = True, evaluate_before: bool = True,
             evaluate_after: bool = True, ray_address: str | None = None) -> dict[str, Any]:
     """Split, (evaluate the base model,) train in Ray Train, export ``<output>/model``, evaluate it."""
-    from memgraft.collab.training_data import balanced, sft_record
+    from memgraft.collab.train.training_data import balanced, sft_record
     from training.hf_run import base_model
     from training.updater_data import updater_data
     from training.updater_eval import evaluate, train_export_score

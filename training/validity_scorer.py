@@ -7,11 +7,11 @@ Data: a generated stream (``training.validity_teams`` x ``validity_groups``) rep
 maintained bank (``training.validity_bank``: ``judge``, the trained updater's states, as the
 paper orders it: updater first, then the retriever on what it maintained; ``gold``, the
 dataset's own decisions; or ``rules``, the rule-based updater). Its teams are split (``training.heldout_fraction``): the
-training teams' questions give the pairs (:func:`memgraft.collab.validity.build_pairs`: m+ a
+training teams' questions give the pairs (:func:`memgraft.collab.retrieve.validity.build_pairs`: m+ a
 valid gold memory, m- an outdated, conflicting or similar-but-invalid one as the bank held it
 then), and the held-out teams' questions are the test.
 
-Each worker trains on its share of the pairs with :func:`memgraft.collab.validity.train_step`
+Each worker trains on its share of the pairs with :func:`memgraft.collab.retrieve.validity.train_step`
 (DDP when there are several workers) and reports a checkpoint every epoch; restarted with
 the same output it resumes at the next epoch. Prints, on the held-out teams' questions,
 ORR@5, CRR@5 and NDCG@10 of the validity-aware retriever without a scorer (S_sem alone),
@@ -50,7 +50,7 @@ def validity_loop(config: dict[str, Any]) -> None:
     import torch
     from ray.train.torch import prepare_model
 
-    from memgraft.collab.validity import ValidityPairs, ValidityScorer, batches, save_scorer, train_step
+    from memgraft.collab.retrieve.validity import ValidityPairs, ValidityScorer, batches, save_scorer, train_step
     from training.common import worker_threads
 
     settings = Settings.model_validate(config["settings"])
@@ -92,9 +92,9 @@ def validity_loop(config: dict[str, Any]) -> None:
 def retrieval_metrics(bank: Any, embedder: Any, reranker: Any, scorer: Any, settings: Settings,
                       questions: Sequence[Any], team_ids: set[str], k: int = 10) -> dict[str, float]:
     """Mean ORR@5, CRR@5 and NDCG@k of the validity-aware retriever (``scorer`` None: S_sem alone)."""
-    from memgraft.collab import metrics
-    from memgraft.collab.evaluate import retrieval_scores
-    from memgraft.collab.retriever import ValidityRetriever
+    from memgraft.collab.evaluate import metrics
+    from memgraft.collab.evaluate.harness import retrieval_scores
+    from memgraft.collab.retrieve.retriever import ValidityRetriever
 
     retriever = ValidityRetriever(bank, embedder, reranker, scorer, settings.hicomer)
     rows = []
@@ -111,9 +111,9 @@ def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
     import torch
 
     from memgraft.collab.data.generator import generate
-    from memgraft.collab.evaluate import build_bank, split_teams
+    from memgraft.collab.evaluate.harness import build_bank, split_teams
     from memgraft.collab.types import MemoryQuestion
-    from memgraft.collab.validity import ValidityScorer, build_pairs, load_scorer, pair_accuracy, save_scorer
+    from memgraft.collab.retrieve.validity import ValidityScorer, build_pairs, load_scorer, pair_accuracy, save_scorer
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker
 

@@ -49,12 +49,12 @@ class CollabMemory:
     @classmethod
     def open(cls, path: str | Path, settings: Settings, *, embedder: Embedder | None = None, llm: LLM | None = None,
              scorer_path: str | Path | None = None, policy: str | None = None) -> "CollabMemory":
-        from memgraft.collab.updater import MemoEmbedder
+        from memgraft.collab.maintain.updater import MemoEmbedder
         from memgraft.models.embedder import load_embedder
 
         # Memoised: the updater's plan embeds a group, and the bank's write reuses those vectors.
         embedder = MemoEmbedder(embedder or load_embedder(settings))
-        from memgraft.collab.validity import make_validity
+        from memgraft.collab.retrieve.validity import make_validity
 
         h = settings.hicomer
         scorer = make_validity(str(scorer_path) if scorer_path else h.validity_scorer, h.validity_state_logit)
@@ -66,7 +66,7 @@ class CollabMemory:
     # -- writing -------------------------------------------------------------------------
     def add_group(self, group: MemoryGroup | Mapping[str, Any]):
         """Run one group through the updater and commit it with its decisions; returns the update report."""
-        from memgraft.collab.updater import Updater
+        from memgraft.collab.maintain.updater import Updater
 
         g = group if isinstance(group, MemoryGroup) else MemoryGroup.model_validate(group)
         return Updater(self.bank, self.policy, self.settings.hicomer).apply(g)
@@ -74,7 +74,7 @@ class CollabMemory:
     @property
     def policy(self):
         if self._policy is None:
-            from memgraft.collab.policies import make_policy
+            from memgraft.collab.maintain.policies import make_policy
 
             name = self.policy_name or self.settings.hicomer.updater_policy
             # A trained updater (hicomer.updater_model) loads on its own; else the updater shares the answering LLM.
@@ -85,7 +85,7 @@ class CollabMemory:
     # -- reading -------------------------------------------------------------------------
     def search(self, team: str, query: str, *, k: int = 10, as_of: datetime | str | None = None):
         """HiCoMER's validity-aware ranking of a team's memories, as of a time (default: now)."""
-        from memgraft.collab.retriever import ValidityRetriever
+        from memgraft.collab.retrieve.retriever import ValidityRetriever
 
         retriever = ValidityRetriever(self.bank, self.embedder, self._reranker(), self.scorer, self.settings.hicomer)
         return retriever.search(team, query, k=k, as_of=parse_time(as_of))
@@ -93,10 +93,10 @@ class CollabMemory:
     def answer(self, team: str, question: str, *, as_of: datetime | str | None = None, k: int = 10,
                evidence: int = 5) -> Answer:
         """Retrieve, drop the lower-priority side of each contradiction, answer from what survives."""
-        from memgraft.collab.answer import answer_question
-        from memgraft.collab.conflicts import ConflictJudge
-        from memgraft.collab.policies import make_policy
-        from memgraft.collab.resolve import resolve
+        from memgraft.collab.answer.grounded import answer_question
+        from memgraft.collab.answer.conflicts import ConflictJudge
+        from memgraft.collab.maintain.policies import make_policy
+        from memgraft.collab.answer.resolve import resolve
         from memgraft.models.llm.session import LLMSession
         from memgraft.models.llm.tokens import token_counter
 
@@ -121,7 +121,7 @@ class CollabMemory:
     @property
     def semantic_source(self) -> str:
         """Where search's S_sem comes from (the cosine fallback names itself), as the retriever reports it."""
-        from memgraft.collab.retriever import ValidityRetriever
+        from memgraft.collab.retrieve.retriever import ValidityRetriever
 
         return ValidityRetriever(self.bank, self.embedder, self._reranker(), self.scorer,
                                  self.settings.hicomer).reranker_name

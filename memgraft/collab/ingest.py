@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Sequence
 from pydantic import ValidationError
 
 from memgraft.collab.types import MemoryGroup
-from memgraft.collab.updater import MemoEmbedder, UpdateReport, Updater
+from memgraft.collab.maintain.updater import MemoEmbedder, UpdateReport, Updater
 from memgraft.models.llm.session import Usage
 
 MAX_ERRORS_SHOWN = 20

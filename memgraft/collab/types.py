@@ -30,6 +30,11 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def stamp(at: datetime) -> str:
+    """Times as the datasets write them (UTC, ``YYYY-MM-DDTHH:MM:SS``), so revised texts match the gold ones."""
+    return as_utc(at).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
 class Relation(StrEnum):
     """How a target memory relates to the memory that triggered its review."""
 

@@ -115,7 +115,7 @@ def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, s
                      one_wording=False):
     """(title, dataset) pairs to score; with no source named, the generated stream and both real conversions."""
     from memgraft.collab.data import read_dataset
-    from memgraft.collab.judge_data import SHARED_DATA
+    from memgraft.collab.train.judge_data import SHARED_DATA
 
     everything = not (data or generate or timeqa or situatedqa)
     out = []
@@ -165,8 +165,8 @@ def collab(
 ) -> None:
     """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc., validity P/R), methods x (ORR, CRR, NDCG,
     P@1, ROUGE-L, Decision F1). With no source named: the generated stream, TimeQA's val pages, SituatedQA's dev file."""
-    from memgraft.collab import evaluate
-    from memgraft.collab.eval_report import print_report
+    from memgraft.collab.evaluate import harness as evaluate
+    from memgraft.collab.evaluate.report import print_report
     from memgraft.config import load_settings
     from memgraft.models.embedder import load_embedder
     from memgraft.models.reranker import load_reranker

@@ -11,7 +11,7 @@ import difflib
 import re
 from typing import Sequence
 
-from memgraft.collab import rules
+from memgraft.collab.maintain import rules
 
 MIN_CONTENT_WORDS = 2  # a value without a name must have this many content words
 MIN_CHARS = 4  # and its content words this many letters in all (not "St")

@@ -28,10 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from memgraft.collab import metrics
+from memgraft.collab.evaluate import metrics
 from memgraft.collab.bank import MemoryBank, open_bank
-from memgraft.collab.conflicts import ConflictJudge
-from memgraft.collab.baselines import (DenseRetriever, HybridRetriever, MemoryRetriever, RecencyRetriever,
+from memgraft.collab.answer.conflicts import ConflictJudge
+from memgraft.collab.evaluate.baselines import (DenseRetriever, HybridRetriever, MemoryRetriever, RecencyRetriever,
                                        RelevanceRecencyImportance, RerankRetriever)
 from memgraft.collab.data import Dataset, Row
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryQuestion, Relation
@@ -41,7 +41,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 
-from memgraft.collab.eval_methods import DECISION_TYPES, LLM_METHODS, METHODS, UPDATERS
+from memgraft.collab.evaluate.methods import DECISION_TYPES, LLM_METHODS, METHODS, UPDATERS
 
 
 @dataclass
@@ -105,7 +105,7 @@ def build_bank(path: str | Path, dataset: Dataset, embedder: Embedder, how: str,
                llm: LLM | None = None) -> tuple[MemoryBank, dict[str, Any]]:
     """Replay the stream into the empty bank at ``path`` (a SQLite file, created, or a ``postgresql://`` URL):
     ``raw`` (no decisions), ``gold``, ``rules`` or ``llm``."""
-    from memgraft.collab.updater import MemoEmbedder
+    from memgraft.collab.maintain.updater import MemoEmbedder
 
     if not isinstance(path, str):
         Path(path).unlink(missing_ok=True)
@@ -123,11 +123,11 @@ def build_bank(path: str | Path, dataset: Dataset, embedder: Embedder, how: str,
             decisions = gold_decisions(g, gold_by_group.get((g.team, g.group_id), []), state) if how == "gold" else []
             bank.apply_group(g, decisions)
     else:
-        from memgraft.collab.policies import make_policy
-        from memgraft.collab.updater import Updater
+        from memgraft.collab.maintain.policies import make_policy
+        from memgraft.collab.maintain.updater import Updater
 
         if how == "mem0":
-            from memgraft.collab.peer_baselines import Mem0Policy
+            from memgraft.collab.evaluate.peer_baselines import Mem0Policy
             from memgraft.models.llm.factory import load_llm
 
             policy: Any = Mem0Policy(llm or load_llm(settings), settings.generation)
@@ -204,7 +204,7 @@ class Method:
         memories = self.retrieve(q.team, q.question, k, q.time)
         if self.judge is None or len(memories) < 2:
             return memories, memories, []
-        from memgraft.collab.resolve import resolve
+        from memgraft.collab.answer.resolve import resolve
 
         t0, t_now = bank.time_span(q.team, q.time)
         result = resolve(memories, self.judge.contradicts(memories, t_now), settings=self.resolve_settings,
@@ -223,9 +223,9 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
              embedder: Embedder, reranker: Reranker, llm: LLM | None = None,
              log: Callable[[str], None] = lambda s: None) -> EvalReport:
     """Build the banks, score the updaters, train the validity scorers, score every method."""
-    from memgraft.collab.policies import make_policy
-    from memgraft.collab.retriever import ValidityRetriever
-    from memgraft.collab.validity import StateValidity, ValidityScorer, build_pairs, train_validity
+    from memgraft.collab.maintain.policies import make_policy
+    from memgraft.collab.retrieve.retriever import ValidityRetriever
+    from memgraft.collab.retrieve.validity import StateValidity, ValidityScorer, build_pairs, train_validity
 
     unknown = [m for m in options.methods if m not in METHODS]
     if unknown:
@@ -321,7 +321,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                         "asked": extra.get("asked"), "qtype": extra.get("qtype"),
                         **retrieval_scores(ids, q, team_memories, options.k)}
             if session is not None and i < options.answers and q.answer:
-                from memgraft.collab.answer import answer_question
+                from memgraft.collab.answer.grounded import answer_question
                 from memgraft.models.llm.tokens import token_counter
 
                 result = answer_question(session, q.question, evidence[: options.evidence],
@@ -348,7 +348,7 @@ def _validity_memories(retriever: Any) -> Callable[[str, str, int, datetime | No
 
 def _baseline(name: str, bank: MemoryBank, reranker: Reranker, settings: Settings,
               llm: LLM | None = None) -> MemoryRetriever:
-    from memgraft.collab.peer_baselines import HierarchicalRetriever, SelfReflectRetriever
+    from memgraft.collab.evaluate.peer_baselines import HierarchicalRetriever, SelfReflectRetriever
 
     top_n = settings.hicomer.candidate_top_n
     return {"dense": lambda: DenseRetriever(bank), "hybrid": lambda: HybridRetriever(bank, depth=top_n),

@@ -1,11 +1,11 @@
 """The updater's training data: gold maintenance decisions as SFT and GRPO records.
 
-Every record's prompt is exactly :func:`~memgraft.collab.prompts.judge_messages` of the
-Target the updater would build for that gold row (:func:`~memgraft.collab.policies.target_from_gold`),
-and the SFT answer is the gold decision as :class:`~memgraft.collab.prompts.MaintenanceJudgement`
+Every record's prompt is exactly :func:`~memgraft.collab.maintain.prompts.judge_messages` of the
+Target the updater would build for that gold row (:func:`~memgraft.collab.maintain.policies.target_from_gold`),
+and the SFT answer is the gold decision as :class:`~memgraft.collab.maintain.prompts.MaintenanceJudgement`
 JSON written the way the deployed decoding grammar writes it (fields in schema order, ``", "``
 and ``": "`` separators, characters unescaped). So a trained model is used by the real
-:class:`~memgraft.collab.policies.LLMPolicy` unchanged.
+:class:`~memgraft.collab.maintain.policies.LLMPolicy` unchanged.
 
 Decisions are split by *source* (a generated team, a TimeQA page): every decision of one
 team's stream lands on one side, so no document is in both training and evaluation.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pydantic import ValidationError
 
 from memgraft.collab.data import Row
-from memgraft.collab.policies import target_from_gold
-from memgraft.collab.prompts import MaintenanceJudgement, judge_messages
+from memgraft.collab.maintain.policies import target_from_gold
+from memgraft.collab.maintain.prompts import MaintenanceJudgement, judge_messages
 from memgraft.models.llm.base import Message
 
 if TYPE_CHECKING:

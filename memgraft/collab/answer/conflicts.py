@@ -20,7 +20,7 @@ class ConflictJudge:
 
     def pairs(self, memories: Sequence[Memory], at: datetime) -> set[frozenset[str]]:
         """The id pairs among ``memories`` judged contradictory (the older judged against the newer)."""
-        from memgraft.collab.policies import Target
+        from memgraft.collab.maintain.judgement import Target
 
         targets, keys = [], []
         for i, a in enumerate(memories):

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.judge import LABELS, PairJudge, pair_features
-from memgraft.collab.judge_data import Pair, encode_pairs, symmetric
+from memgraft.collab.maintain.judge import LABELS, PairJudge, pair_features
+from memgraft.collab.train.judge_data import Pair, encode_pairs, symmetric
 
 
 @dataclass

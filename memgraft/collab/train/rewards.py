@@ -6,7 +6,7 @@ GRPO samples without the decoding grammar the deployed updater runs under, which
 the format term exists at all.
 
 * :func:`format_reward` (R_fmt, in {0, 0.5, 1}): 1 when the whole completion is one JSON
-  object valid under :class:`~memgraft.collab.prompts.MaintenanceJudgement`; 0.5 for a JSON
+  object valid under :class:`~memgraft.collab.maintain.prompts.MaintenanceJudgement`; 0.5 for a JSON
   object that names all four fields but breaks the schema (a label outside the enum, a
   text over its length cap, a wrong type); 0 for anything else (prose, a code fence, text
   around the object, a truncated object).
@@ -34,8 +34,8 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from memgraft.collab.metrics import rouge_l, rouge_tokens
-from memgraft.collab.prompts import MaintenanceJudgement
+from memgraft.collab.evaluate.metrics import rouge_l, rouge_tokens
+from memgraft.collab.maintain.prompts import MaintenanceJudgement
 
 FIELDS = tuple(MaintenanceJudgement.model_fields)
 

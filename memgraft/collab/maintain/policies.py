@@ -1,10 +1,11 @@
 """Updater policies: who decides, for one target memory, its relation and whether to revise it.
 
-The updater (:mod:`memgraft.collab.updater`) gathers the targets; a policy judges a
+The updater (:mod:`memgraft.collab.maintain.updater`) gathers the targets; a policy judges a
 whole batch of them at once, so the LLM policy makes one batched ``generate`` call
 per group, and the rule-based baseline needs no model at all.
 
-Every policy's raw answer goes through :func:`normalise`, one rule for all:
+Every policy's raw answer goes through :func:`~memgraft.collab.maintain.judgement.normalise`,
+one rule for all:
 
 * ``keep`` never changes the text (the bank refuses a keep that does).
 * ``revise`` with a relation other than ``contradiction`` becomes ``keep``: a memory is
@@ -23,14 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
 
-from memgraft.collab import rules
-from memgraft.collab.data import revised_text
-from memgraft.collab.prompts import MaintenanceJudgement, judge_messages, stamp
-from memgraft.collab.types import Action, Level, Memory, Relation, as_utc
+from memgraft.collab.maintain import rules
+from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
+from memgraft.collab.maintain.prompts import MaintenanceJudgement, judge_messages
+from memgraft.collab.types import Action, Memory, Relation, as_utc
 from memgraft.models.llm.base import LLM, generate_structured
 from memgraft.models.llm.session import StructuredOutputError, Usage
 
@@ -41,76 +42,6 @@ if TYPE_CHECKING:
     from memgraft.models.embedder import Embedder
 
 
-@dataclass(frozen=True)
-class Target:
-    """One memory to judge, and what it is judged against.
-
-    ``intra``: an individual memory of the triggering group against that group's team
-    memories. ``inter``: an earlier memory against the maintained triggering group.
-    """
-
-    level: Level
-    memory: Memory
-    against: tuple[Memory, ...]
-    at: datetime  # the triggering group's time
-
-    def where(self) -> str:
-        """The target in words, for errors."""
-        m = self.memory
-        return (f"{self.level} target {m.memory_id!r} (team {m.team!r}, group {m.group_id!r}) "
-                f"judged at {stamp(self.at)}")
-
-
-@dataclass(frozen=True)
-class Judgement:
-    relation: Relation
-    action: Action
-    maintained: str  # the target's maintained text after the decision
-    reason: str = ""
-    reference: str = ""  # a revision: the id of the memory that supersedes the target
-
-
-@runtime_checkable
-class UpdatePolicy(Protocol):
-    name: str  # recorded as Decision.decided_by
-
-    def judge(self, targets: Sequence[Target]) -> list[Judgement]: ...
-
-
-def reference_for(target: Target) -> Memory | None:
-    """The reference a revision most likely means: team memories first, then the most overlapping text."""
-    if not target.against:
-        return None
-    return max(target.against, key=lambda r: (r.type == "team", rules.overlap(target.memory.maintained, r.maintained)[0]))
-
-
-def normalise(target: Target, relation: Relation | str, action: Action | str, maintained: str, reason: str = "",
-              reference: Memory | None = None) -> Judgement:
-    """Apply the module's rules to a raw (relation, action, text)."""
-    relation, action = Relation(relation), Action(action)
-    before = target.memory.maintained
-    if action is Action.revise and relation is not Relation.contradiction:
-        action = Action.keep
-    if action is Action.keep:
-        return Judgement(relation, action, before, reason)
-    text = maintained.strip()
-    ref = reference or reference_for(target)
-    if not text or text == before:
-        text = revised_text(before, stamp(target.at), ref.memory_id if ref is not None else "a newer memory")
-    return Judgement(relation, action, text, reason, ref.memory_id if ref is not None else "")
-
-
-def may_revise(target: Memory, reference: Memory) -> bool:
-    """Authority: a team memory settles a conflict; an individual note settles one with another
-    individual note only when it states a change or a prohibition."""
-    if reference.type == "team":
-        return True
-    if target.type == "team":
-        return False
-    text = reference.maintained
-    return rules.has_change_cue(text) or rules.has_prohibition_cue(text)
-
-
 # -- the rule-based baseline ---------------------------------------------------------------------
 
 
@@ -118,7 +49,7 @@ def may_revise(target: Memory, reference: Memory) -> bool:
 class RulesPolicy:
     """Deterministic baseline: same topic + a stated difference = contradiction, revised if the reference may.
 
-    Per (target, reference) pair (the text rules are in :mod:`memgraft.collab.rules`):
+    Per (target, reference) pair (the text rules are in :mod:`memgraft.collab.maintain.rules`):
 
     1. *Same thing*: content-word overlap coefficient >= ``min_overlap`` with at least
        ``min_shared`` shared words, or embedding cosine >= ``min_cosine`` when both have
@@ -219,7 +150,7 @@ class RulesPolicy:
 class LLMPolicy:
     """An instruction-tuned LLM judges every target, all of a group's targets in one batched call.
 
-    Decoding is constrained to :class:`~memgraft.collab.prompts.MaintenanceJudgement`; an
+    Decoding is constrained to :class:`~memgraft.collab.maintain.prompts.MaintenanceJudgement`; an
     answer that stays invalid after ``generation.json_retries`` retries raises
     :class:`StructuredOutputError` naming the target: a decision is never guessed.
     """
@@ -271,7 +202,7 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
     if kind == "rules":
         return RulesPolicy(embedder=embedder)
     if kind == "judge":
-        from memgraft.collab.judge import JudgePolicy, load_judge
+        from memgraft.collab.maintain.judge import JudgePolicy, load_judge
 
         judge = load_judge(settings.hicomer.judge_model)
         name = getattr(embedder, "name", None)
@@ -283,7 +214,7 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
         h = settings.hicomer
         second = None
         if h.judge_encoder and second_opinion:
-            from memgraft.collab.pair_encoder import load_pair_encoder
+            from memgraft.collab.maintain.pair_encoder import load_pair_encoder
 
             second = load_pair_encoder(h.judge_encoder)
         return JudgePolicy.from_settings(judge, h, embedder=embedder, second=second)

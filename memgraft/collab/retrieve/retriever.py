@@ -34,7 +34,7 @@ from torch.nn import functional as F
 
 from memgraft.collab.bank import BankError, MemoryBank
 from memgraft.collab.types import Memory
-from memgraft.collab.validity import StateValidity, ValidityScorer, validity_features
+from memgraft.collab.retrieve.validity import StateValidity, ValidityScorer, validity_features
 from memgraft.config import HiCoMERSettings
 from memgraft.models.embedder import Embedder
 from memgraft.models.reranker import Reranker

@@ -1,6 +1,6 @@
 """A second opinion for the pair judge's uncertain pairs: the embedder fine-tuned as a cross-encoder.
 
-Why: the pair judge (:mod:`memgraft.collab.judge`) reads two memories' vectors, each
+Why: the pair judge (:mod:`memgraft.collab.maintain.judge`) reads two memories' vectors, each
 made without seeing the other, plus word overlaps. Whether "Who managed the MPIA?" and
 "the director of Max Planck Institute for Astronomy" ask the same thing, or whether
 two records of one attribute are about the same ship, needs both texts read together.
@@ -30,11 +30,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.judge import LABELS
-from memgraft.collab.weights import read_weights, save_weights, weights_path
+from memgraft.collab.maintain.judgement import LABELS
+from memgraft.collab.maintain.weights import read_weights, save_weights, weights_path
 
 FORMAT = "memgraft.pair-encoder/1"
-BUNDLED = Path(__file__).with_name("assets") / "pair-encoder-all-MiniLM-L6-v2.pt"
+BUNDLED = Path(__file__).parent.parent / "assets" / "pair-encoder-all-MiniLM-L6-v2.pt"
 RANK = 16
 
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Literal, Sequence
 
 from pydantic import BaseModel, Field
 
-from memgraft.collab.baselines import DenseRetriever, Ranked
-from memgraft.collab.policies import Judgement, Target, judge_structured, normalise
-from memgraft.collab.prompts import stamp
-from memgraft.collab.types import Action, Memory, Relation
+from memgraft.collab.evaluate.baselines import DenseRetriever, Ranked
+from memgraft.collab.maintain.judgement import Judgement, Target, normalise
+from memgraft.collab.maintain.policies import judge_structured
+from memgraft.collab.types import Action, Memory, Relation, stamp
 from memgraft.models.llm.base import LLM, generate_structured
 from memgraft.models.llm.session import Usage
 

@@ -37,8 +37,8 @@ from typing import Sequence
 import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
-from memgraft.collab import carry
-from memgraft.collab.policies import Judgement, Target, UpdatePolicy, may_revise, normalise
+from memgraft.collab.maintain import carry
+from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
 from memgraft.ids import content_hash
@@ -150,7 +150,7 @@ class Updater:
     def _carry(intra: list[Target], intra_j: list[Judgement], inter: list[Target],
                inter_j: list[Judgement]) -> list[Judgement]:
         """Earlier memories that state, word for word, a value the intra step just overruled are superseded
-        by the same memory (:mod:`memgraft.collab.carry`), when the judge kept them."""
+        by the same memory (:mod:`memgraft.collab.maintain.carry`), when the judge kept them."""
         found = carry.overruled([(t.memory, by) for t, j in zip(intra, intra_j) if j.action is Action.revise
                                  for by in t.against if by.memory_id == j.reference])
         if not found:

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Callable, Generic, NamedTuple, Sequence, TypeVar
 
 from memgraft.collab.types import Memory
-from memgraft.collab.validity import normalised_time
+from memgraft.collab.retrieve.validity import normalised_time
 from memgraft.config import HiCoMERSettings
 
 Item = TypeVar("Item")  # a Memory, or anything with a ``.memory`` (a retriever Hit)

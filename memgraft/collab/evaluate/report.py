@@ -1,4 +1,4 @@
-"""The tables ``python -m memgraft.eval collab`` prints from an :class:`~memgraft.collab.evaluate.EvalReport`.
+"""The tables ``python -m memgraft.eval collab`` prints from an :class:`~memgraft.collab.evaluate.harness.EvalReport`.
 
 Apart from the harness so that scoring and showing stay two ideas: updaters against the gold
 decisions, each bank's validity flags, methods x metrics, and the now / as-of split.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memgraft.collab.evaluate import EvalReport
+    from memgraft.collab.evaluate.harness import EvalReport
 
 
 def print_report(report: "EvalReport", title: str, k: int = 10) -> None:

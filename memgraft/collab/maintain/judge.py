@@ -36,19 +36,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab import rules, values
-from memgraft.collab.policies import Judgement, Target, may_revise, normalise
+from memgraft.collab.maintain import rules, values
+from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
-from memgraft.collab.weights import read_weights, save_weights, weights_path
+from memgraft.collab.maintain.weights import read_weights, save_weights, weights_path
 
 if TYPE_CHECKING:
-    from memgraft.collab.pair_encoder import PairEncoder
+    from memgraft.collab.maintain.pair_encoder import PairEncoder
     from memgraft.config import HiCoMERSettings
     from memgraft.models.embedder import Embedder
 
 FORMAT = "memgraft.pair-judge/1"
-LABELS = (Relation.neutral, Relation.compatible, Relation.contradiction)
-BUNDLED = Path(__file__).with_name("assets") / "judge-all-MiniLM-L6-v2.pt"
+BUNDLED = Path(__file__).parent.parent / "assets" / "judge-all-MiniLM-L6-v2.pt"
 N_LEXICAL = 33
 TAIL = 3  # content words read as a text's tail (tail_features)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -231,7 +230,7 @@ class JudgePolicy:
     embedder: "Embedder | None" = None  # for memories that come without vectors
     threshold: float = 0.5  # P(contradiction) at or above which a pair contradicts
     name: str = "judge"
-    second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.pair_encoder)
+    second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.maintain.pair_encoder)
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
     coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it

@@ -27,14 +27,14 @@ import numpy as np
 from memgraft.collab.data import Dataset, Row
 
 _PUNCT = str.maketrans("", "", string.punctuation)
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 
 
 @dataclass(frozen=True)
 class Pair:
     a: str  # the target (the earlier or the individual memory)
     b: str  # the reference
-    label: int  # index into memgraft.collab.judge.LABELS: 0 neutral, 1 compatible, 2 contradiction
+    label: int  # index into memgraft.collab.maintain.judgement.LABELS: 0 neutral, 1 compatible, 2 contradiction
     source: str = ""
 
 

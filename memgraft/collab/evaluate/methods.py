@@ -31,7 +31,7 @@ METHODS: dict[str, MethodSpec] = {
     "hicomer-no-retriever": MethodSpec("updater", "dense", resolve=True),  # plain dense over the maintained bank
     "hicomer-no-resolution": MethodSpec("updater", "validity", validity="state"),  # answers from all evidence
     "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
-    # The peers the paper compares with (memgraft.collab.peer_baselines); the last two ask the LLM.
+    # The peers the paper compares with (memgraft.collab.evaluate.peer_baselines); the last two ask the LLM.
     "g-memory": MethodSpec("raw", "g-memory"),
     "self-rag": MethodSpec("raw", "self-rag"),
     "mem0": MethodSpec("mem0", "dense"),

@@ -9,16 +9,15 @@ tokens and the SFT/GRPO training (the training issue) learns exactly this shape.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from memgraft.collab.types import Memory, as_utc
+from memgraft.collab.types import Memory, stamp
 from memgraft.models.llm.base import Message
 
 if TYPE_CHECKING:
-    from memgraft.collab.policies import Target
+    from memgraft.collab.maintain.judgement import Target
 
 MAX_MAINTAINED_CHARS = 600
 MAX_REASON_CHARS = 160
@@ -63,11 +62,6 @@ or a newer note that states a change); otherwise "keep".
   and "" when keeping.
 - reason: a few words.
 Answer as JSON: {{"relation": "...", "action": "...", "maintained": "...", "reason": "..."}}"""
-
-
-def stamp(at: datetime) -> str:
-    """Times as the datasets write them (UTC, ``YYYY-MM-DDTHH:MM:SS``), so revised texts match the gold ones."""
-    return as_utc(at).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
 def _line(i: int, m: Memory) -> str:

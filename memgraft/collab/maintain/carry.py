@@ -12,7 +12,7 @@ earlier valid memory that contains the overruled value word for word, where the 
 memory does not, is superseded by the same team memory.
 
 The value of a note is what it says where its overruling memory says something else, as a
-whole value (:func:`memgraft.collab.values.stated_value`: the last differing stretch, widened
+whole value (:func:`memgraft.collab.maintain.values.stated_value`: the last differing stretch, widened
 to what opens and closes a value). A bare number, a lone common word or a trailing hedge
 (", as far as I know") is never carried: such values are shared by too many subjects. An
 earlier memory must state the value whole too ("Adjustment Center at San Quentin State
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from memgraft.collab.types import Memory
-from memgraft.collab.values import stated_value, states
+from memgraft.collab.maintain.values import stated_value, states
 
 
 @dataclass(frozen=True)
