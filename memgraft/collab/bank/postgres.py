@@ -29,6 +29,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from memgraft.collab.bank import pool
 from memgraft.collab.bank.backend import Backend, hide_password
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import TeamIndex, index_of_rows
@@ -43,7 +44,7 @@ SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder 
 EXACT_MAX_ROWS = 100_000
 # Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default is 40). On 25k random 384-dim unit
 # vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.49 at 200, 0.77 at 400 (15 ms), 0.93 at 1000 (37 ms).
-HNSW_EF_SEARCH = 400
+HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
@@ -84,8 +85,29 @@ def to_psycopg(sql: str) -> str:
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
 
 
+class Rows:
+    """A statement's rows, read before its pooled connection went back (``fetchone``/``fetchall``/iteration)."""
+
+    def __init__(self, rows: list[tuple], rowcount: int):
+        self._rows, self.rowcount = rows, rowcount
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._rows)
+
+
 class PostgresBackend(Backend):
-    """One psycopg connection (autocommit between the bank's explicit transactions)."""
+    """A borrower of the process's pool for its URL (``pool``): a connection per transaction, none held between.
+
+    A statement outside a write transaction runs in a short transaction of its own,
+    with the team bound by ``set_config(..., true)``; a write transaction keeps one
+    connection from ``begin`` to ``commit``/``rollback``.
+    """
 
     dialect = "postgresql"
     ranks_in_db = True
@@ -93,71 +115,90 @@ class PostgresBackend(Backend):
     def __init__(self, url: str, team: str | None = None):
         try:
             import psycopg
-            from pgvector.psycopg import register_vector
-        except ImportError as err:  # pragma: no cover - both are dependencies
+        except ImportError as err:  # pragma: no cover - a dependency
             raise BankError(f"a PostgreSQL bank needs psycopg and pgvector installed ({err})") from None
         self.location, self.where, self.bound_team = url, hide_password(url), team
         self._psycopg = psycopg
-        self._team: str | None = None  # the session's memgraft.team, as far as we know
-        self._ef_search = 40  # pgvector's default
+        self._team: str | None = team  # the team the next statements are bound to
+        self._ef_search = HNSW_EF_SEARCH  # each pooled connection's (``pool``)
         self._sizes: dict[str, tuple[int, int]] = {}  # team -> (memories, searches before reading it again)
+        self._tx: Any = None  # the connection a write transaction holds
+        self._tx_team: str | None = None
+        self._shared: pool.SharedPool | None = None
+        if not pool.known(url):
+            self._first_setup()  # once per process and URL: the role, the extension, the tables
+        self._shared = pool.acquire(url, self.where)
         try:
-            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            if not self.execute_untied(self._has_schema_sql()).fetchone()[0]:
+                self._create_schema()  # dropped and made again since (a test's fresh schema)
+            self._indexed = self._has_index()
+        except BaseException:
+            pool.release(url)
+            raise
+
+    # -- setup -------------------------------------------------------------------------------
+    def _first_setup(self) -> None:
+        psycopg = self._psycopg
+        try:
+            conn = psycopg.connect(self.location, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as err:
             raise BankError(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
         except psycopg.ProgrammingError as err:
             raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
         try:
-            self._check_role()
-            self._ensure_vector()
-            register_vector(self._conn)
-            self._create_schema()
-            self._indexed = self._has_index()
-            if team is not None:
-                self._set_team(team)
+            with conn:
+                self._check_role(conn)
+                self._ensure_vector(conn)
+                if not conn.execute(self._has_schema_sql()).fetchone()[0]:
+                    with conn.transaction():
+                        self._create_schema_on(conn)
         except psycopg.Error as err:
-            self._conn.close()
             raise BankError(f"{self.where}: {type(err).__name__}: {str(err).strip()}") from None
-        except BaseException:
-            self._conn.close()
-            raise
 
-    # -- setup -------------------------------------------------------------------------------
-    def _check_role(self) -> None:
-        row = self._conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
-                                 "WHERE rolname = current_user").fetchone()
+    def _check_role(self, conn: Any) -> None:
+        row = conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
+                           "WHERE rolname = current_user").fetchone()
         if row[1]:
             raise BankError(f"{self.where} connects as {row[0]!r}, a role that bypasses row-level security, so "
                             f"teams would not be kept apart: connect as an ordinary role (no SUPERUSER, no "
                             f"BYPASSRLS) that owns the bank's tables")
 
-    def _ensure_vector(self) -> None:
-        if self._conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+    def _ensure_vector(self, conn: Any) -> None:
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             return
         try:
-            with self._conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
-                self.lock_schema()
-                self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            with conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except self._psycopg.Error as err:
             raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
                             f"a superuser must run CREATE EXTENSION vector in that database") from None
 
     def _create_schema(self) -> None:
-        """Create the tables once (under the schema lock: two processes may open a new bank at once)."""
-        if self._has_schema():
-            return
-        with self._conn.transaction():
-            self.lock_schema()
-            if not self._has_schema():
-                self._conn.execute(SCHEMA)
-                self._conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
+        self.begin(None)
+        try:
+            self._create_schema_on(self._tx)
+            self.commit()
+        except BaseException:
+            if self.in_transaction:
+                self.rollback()
+            raise
 
-    def _has_schema(self) -> bool:
+    @staticmethod
+    def _create_schema_on(conn: Any) -> None:
+        """Create the tables once, in the caller's tx (under the schema lock: two processes may open a new bank
+        at once)."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+        if not conn.execute(PostgresBackend._has_schema_sql()).fetchone()[0]:
+            conn.execute(SCHEMA)
+            conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
+
+    @staticmethod
+    def _has_schema_sql() -> str:
         """Read from pg_class with this statement's snapshot: ``to_regclass`` answers from the session's
         catalog cache, which may not yet show tables another process committed while we waited for the lock."""
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-                                  "ON n.oid = c.relnamespace WHERE c.relname = 'meta' "
-                                  "AND n.nspname = current_schema())").fetchone()[0]
+        return ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND n.nspname = current_schema())")
 
     def lock_schema(self) -> None:
         """The schema lock, held to the end of the caller's tx; statements after it see what its holder
@@ -191,26 +232,67 @@ class PostgresBackend(Backend):
         """
         if self._indexed:
             return
-        row = self._conn.execute("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
+        row = self.execute_untied("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
         if row is None or row[0] <= EXACT_MAX_ROWS:
             return
-        with self._conn.transaction():
+        self.begin(None)
+        try:
             self.lock_schema()
             if not self._has_index():
-                self._conn.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
+                self.execute("SET LOCAL statement_timeout = 0")  # a build of minutes is not a stalled statement
+                self.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
+            self.commit()
+        except BaseException:
+            if self.in_transaction:
+                self.rollback()
+            raise
         self._indexed = True
 
     def _has_index(self) -> bool:
         """Read from the catalog table, not ``to_regclass``: an advisory lock does not refresh the catalog cache,
         so after waiting for another builder's lock the cache may not know its index yet."""
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                                  "AND indexname = %s)", (HNSW_INDEX,)).fetchone()[0]
+        return self.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                            "AND indexname = ?)", (HNSW_INDEX,)).fetchone()[0]
 
     # -- statements --------------------------------------------------------------------------
+    def _locals(self, team: str | None) -> tuple[str, list[Any]] | None:
+        """The statement that binds ``team`` (and a non-default ``hnsw.ef_search``) for one transaction."""
+        calls, args = [], []
+        if team is not None:
+            calls.append("set_config(%s, %s, true)")
+            args += [TEAM_SETTING, team]
+        if self._ef_search != HNSW_EF_SEARCH:
+            calls.append("set_config('hnsw.ef_search', %s, true)")
+            args.append(str(self._ef_search))
+        return ("SELECT " + ", ".join(calls), args) if calls else None
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         # () still converts: a doubled "%" is one again. Binary results: a vector then loads with one
         # frombuffer, not by parsing its text (reading 20,000 384-dim vectors: 0.25 s against 1.35 s)
-        return self._conn.execute(to_psycopg(sql), params, binary=True)
+        return self.execute_untied(to_psycopg(sql), params)
+
+    def execute_untied(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """``sql`` in psycopg's placeholders: on the write transaction's connection, or in a short transaction
+        of its own on a borrowed one (the team bound, ``SET LOCAL``); a broken connection is replaced once."""
+        if self._tx is not None:
+            try:
+                return self._tx.execute(sql, params, binary=True)
+            except self._psycopg.OperationalError as err:
+                raise pool.translate(err, self.where) from err
+        bind = self._locals(self._team)
+
+        def run(conn: Any) -> Rows:
+            if bind is None:
+                cur = conn.execute(sql, params, binary=True)
+                return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+            with conn.pipeline():  # one round trip: BEGIN, the binding, the statement, COMMIT
+                conn.execute("BEGIN")
+                conn.execute(*bind)
+                cur = conn.execute(sql, params, binary=True)
+                conn.execute("COMMIT")
+            return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+
+        return pool.with_connection(self._shared, self.where, run)
 
     def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         """One array parameter, however many ids: as-of search at 100k read ~20,000 ids, and
@@ -218,31 +300,63 @@ class PostgresBackend(Backend):
         yield f"{column} = ANY(:ids)", {"ids": list(ids)}
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._conn.cursor() as cur:
-            cur.executemany(to_psycopg(sql), rows)
+        if self._tx is None:
+            raise BankError("executemany outside a write transaction")  # the bank writes in transactions only
+        try:
+            with self._tx.cursor() as cur:
+                cur.executemany(to_psycopg(sql), rows)
+        except self._psycopg.OperationalError as err:
+            raise pool.translate(err, self.where) from err
 
     def begin(self, team: str | None) -> None:
-        self._conn.execute("BEGIN")
+        """Borrow a connection for the transaction; one a restart broke is replaced (nothing was written yet)."""
+        if self._tx is not None:
+            raise BankError("a bank transaction is already open")
         if team is not None:
-            self.use_team(team)
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, team))
+            super().use_team(team)  # a bound bank refuses another team before any connection is taken
+
+        def start(conn: Any) -> Any:
+            conn.execute("BEGIN")
+            if team is not None:
+                conn.execute("SELECT set_config(%s, %s, true), pg_advisory_xact_lock(%s, hashtext(%s))",
+                             (TEAM_SETTING, team, LOCK_SPACE, team))
+            return conn
+
+        self._tx, self._tx_team = pool.borrow(self._shared, self.where, start), team
+        if team is not None:
+            self._team = team
+
+    def commit(self) -> None:
+        conn, self._tx = self._tx, None
+        try:
+            conn.execute("COMMIT")
+        except self._psycopg.OperationalError as err:
+            raise pool.translate(err, self.where) from err
+        finally:
+            self._shared.pool.putconn(conn)
 
     def rollback(self) -> None:
-        self._team = None  # a setting changed inside the transaction is undone with it
-        self._conn.execute("ROLLBACK")
+        conn, self._tx = self._tx, None
+        if conn is None:
+            return
+        try:
+            if not pool.broken(conn):
+                conn.execute("ROLLBACK")
+        except self._psycopg.Error:
+            pass  # a lost connection has no transaction left; the pool drops it
+        finally:
+            self._shared.pool.putconn(conn)
 
     @property
     def in_transaction(self) -> bool:
-        return self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+        return self._tx is not None
 
     def use_team(self, team: str) -> None:
         super().use_team(team)
-        if team != self._team:
-            self._set_team(team)
-
-    def _set_team(self, team: str) -> None:
-        self._conn.execute("SELECT set_config(%s, %s, false)", (TEAM_SETTING, team))
         self._team = team
+        if self._tx is not None and team != self._tx_team:
+            self.execute_untied("SELECT set_config(%s, %s, true)", (TEAM_SETTING, team))
+            self._tx_team = team
 
     # -- vectors -----------------------------------------------------------------------------
     def encode_vec(self, vec: np.ndarray) -> np.ndarray:
@@ -276,9 +390,9 @@ class PostgresBackend(Backend):
                 args += [] if arg is None else [arg]
         self.use_team(team)
         ef = min(1000, max(HNSW_EF_SEARCH, n))
-        if ef != self._ef_search:
-            self.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(ef),))
-            self._ef_search = ef
+        if ef != self._ef_search and self._tx is not None:
+            self.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(ef),))
+        self._ef_search = ef  # outside a transaction: bound with the team in each statement's (``_locals``)
         qv, cond = self.encode_vec(q), " AND ".join(where)
 
         def read(tail: str, *extra: Any) -> list[tuple]:
@@ -305,7 +419,11 @@ class PostgresBackend(Backend):
         return size
 
     def close(self) -> None:
-        self._conn.close()
+        if self._tx is not None:
+            self.rollback()
+        if self._shared is not None:
+            self._shared = None
+            pool.release(self.location)
 
 
 def fresh_schema(url: str, schema: str) -> str:
