@@ -38,7 +38,8 @@ PostgreSQL for tests and benchmarks.
 
 from pathlib import Path
 
-from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup, StaleDecision
+from memgraft.collab.bank.errors import (BankError, BankTimeout, BankUnavailable, EmbedderMismatch, GroupAlreadyApplied,
+                                         OutOfOrderGroup, SchemaTooNew, StaleDecision)
 from memgraft.collab.bank.schema import SCHEMA_VERSION
 from memgraft.collab.bank.store import MemoryBank
 from memgraft.collab.bank.transaction import GroupTransaction
@@ -55,5 +56,5 @@ def open_bank(location: str | Path, embedder: Embedder | None = None, *, team: s
     return MemoryBank(location, embedder, team=team)
 
 
-__all__ = ["BankError", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
+__all__ = ["BankError", "BankTimeout", "BankUnavailable", "SchemaTooNew", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
            "MemoryBank", "OutOfOrderGroup", "open_bank", "SCHEMA_VERSION", "StaleDecision"]

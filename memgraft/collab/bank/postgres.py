@@ -31,7 +31,7 @@ import numpy as np
 
 from memgraft.collab.bank import pool
 from memgraft.collab.bank.backend import Backend, hide_password
-from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex, index_of_rows
 from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
 
@@ -142,7 +142,7 @@ class PostgresBackend(Backend):
         try:
             conn = psycopg.connect(self.location, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as err:
-            raise BankError(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
+            raise BankUnavailable(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
         except psycopg.ProgrammingError as err:
             raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
         try:

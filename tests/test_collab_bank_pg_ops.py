@@ -1,0 +1,162 @@
+"""Running a PostgreSQL bank for real: a server restart under load, one pool per process, timeouts.
+
+These restart the session's scratch server or hold its locks, so they use their own databases on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from memgraft.collab.bank import BankTimeout, BankUnavailable, GroupAlreadyApplied, MemoryBank
+from memgraft.collab.bank import pool
+from memgraft.collab.types import MemoryGroup
+from memgraft.config import BankSettings
+from memgraft.models.reranker import CosineReranker
+from serving import errors
+from serving.service import AlreadyApplied, Models, Service
+from serving.settings import load_profile
+from tests.collab_bank_helpers import group, raw_connection
+from tests.doubles import HashEmbedder, ScriptedLLM
+
+TEAMS = ("ops", "lab", "hr")
+
+
+@pytest.fixture
+def bank_settings():
+    """Process-wide pool settings for one test, put back after (pools already made are resized back)."""
+    before = pool.current()
+    yield lambda **kw: pool.configure(BankSettings(**kw))
+    pool.configure(before)
+
+
+def _services(settings, url: str, n: int) -> list[Service]:
+    s = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules",
+                                                                                   "conflict_judge": "rules"}),
+                                    "bank": BankSettings(pool_size=3, pool_timeout_s=2.0, reconnect_s=1.0)})
+    _, serving = load_profile("local", [f"serving.banks_url={url}"])
+    embedder = HashEmbedder()
+    return [Service(s, serving, Models(llm=ScriptedLLM(lambda _r: "plain"), embedder=embedder,
+                                       reranker=CosineReranker(embedder))) for _ in range(n)]
+
+
+def _group(team: str, i: int) -> MemoryGroup:
+    return MemoryGroup.model_validate({
+        "team": team, "group_id": f"{team}-{i}", "time": f"2025-01-01T{i // 60:02d}:{i % 60:02d}:00",
+        "memories": [{"memory_id": f"{team}-{i}-m", "type": "team", "author": "a",
+                      "content": f"Fact {i} of team {team}: the rota moved to slot {i}."}]})
+
+
+def test_a_server_restart_under_load_loses_nothing_and_every_team_comes_back(pg_server, settings, bank_settings):
+    """Two replicas (Services) write and search three teams while the server is stopped (``pg_ctl stop -m
+    fast``) and started again: while it is down every failure is a named 503 (``BankUnavailable``/``BankTimeout``,
+    answered with Retry-After), once it is back every team is served again, and every acknowledged group is in
+    the bank exactly once (a group whose answer was lost is sent again and is then found applied)."""
+    from serving.schemas import SearchRequest
+
+    url = pg_server.database()
+    replicas = _services(settings, url, 2)
+    for team in TEAMS:
+        replicas[0].add_group(team, _group(team, 0))
+    acked: dict[str, list[str]] = defaultdict(list)
+    log: list[tuple[float, str, str, str]] = []  # (time, thread, "ok" or the error's name, op)
+    unexpected: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer(team: str, r: int) -> None:
+        i, name = 1, f"w-{team}"
+        while not stop.is_set() and i < 500:
+            try:
+                replicas[(i + r) % 2].add_group(team, _group(team, i))
+                acked[team].append(f"{team}-{i}")
+                log.append((time.monotonic(), name, "ok", "write"))
+                i += 1
+            except (AlreadyApplied, GroupAlreadyApplied):  # committed, but the answer was lost: it counts once
+                acked[team].append(f"{team}-{i}")
+                i += 1
+            except (BankUnavailable, BankTimeout) as err:
+                log.append((time.monotonic(), name, type(err).__name__, "write"))
+                time.sleep(0.1)  # the client's Retry-After, shortened
+            except BaseException as err:  # pragma: no cover - reported below
+                unexpected.append(err)
+                return
+
+    def searcher(team: str) -> None:
+        name = f"s-{team}"
+        while not stop.is_set():
+            try:
+                replicas[1].search(team, SearchRequest(query="Where is the rota?", k=3))
+                log.append((time.monotonic(), name, "ok", "search"))
+            except (BankUnavailable, BankTimeout) as err:
+                log.append((time.monotonic(), name, type(err).__name__, "search"))
+                time.sleep(0.1)
+            except BaseException as err:  # pragma: no cover - reported below
+                unexpected.append(err)
+                return
+            time.sleep(0.02)
+
+    threads = [threading.Thread(target=writer, args=(t, i)) for i, t in enumerate(TEAMS)]
+    threads += [threading.Thread(target=searcher, args=(t,)) for t in TEAMS]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5)
+        down = time.monotonic()
+        pg_server.pause()
+        time.sleep(2.0)
+        pg_server.resume()
+        up = time.monotonic()
+        time.sleep(5.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not unexpected, unexpected
+    names = {n for _, n, _, _ in log}
+    assert names == {f"{k}-{t}" for k in "ws" for t in TEAMS}
+    failed = [e for e in log if e[2] != "ok"]
+    assert failed and all(down <= e[0] for e in failed)  # the restart was felt, and only by then
+    back = {}
+    for name in names:
+        mine = [e for e in log if e[1] == name]
+        first_ok = next(e[0] for e in mine if e[0] > up and e[2] == "ok")  # served again
+        assert all(e[2] == "ok" for e in mine if e[0] > first_ok), name  # and stays served
+        assert any(e[2] == "ok" for e in mine if e[0] < down), name  # it was served before too
+        back[name] = round(first_ok - up, 2)
+    print(f"served again after the server's return (s): {back}; failures while down: {len(failed)}")
+    bank = MemoryBank(url)
+    try:
+        for team in TEAMS:
+            conn, _ = raw_connection(bank, team)
+            with conn:
+                rows = conn.execute("SELECT group_id FROM groups WHERE team = %s", (team,)).fetchall()
+                mems = conn.execute("SELECT COUNT(*), COUNT(DISTINCT memory_id) FROM memories WHERE team = %s",
+                                    (team,)).fetchone()
+            applied = sorted(r[0] for r in rows)
+            assert applied == sorted([f"{team}-0"] + acked[team]), team  # nothing acknowledged lost, none twice
+            assert mems == (len(applied), len(applied))
+    finally:
+        bank.close()
+        for r in replicas:
+            r.close()
+
+
+def test_a_named_503_with_retry_after_for_a_database_away():
+    """What the service answers for each: 503 with Retry-After and the error's name, never a 400 or a hang."""
+    app = FastAPI()
+    errors.install(app)
+
+    @app.get("/{kind}")
+    def fail(kind: str):
+        raise {"away": BankUnavailable("the database is unavailable: retry"),
+               "slow": BankTimeout("a lock was not granted within bank.lock_timeout_s=1.0")}[kind]
+
+    with TestClient(app) as client:
+        for kind, name in (("away", "BankUnavailable"), ("slow", "BankTimeout")):
+            r = client.get(f"/{kind}")
+            assert r.status_code == 503 and r.headers["Retry-After"] == "1" and r.json()["error"] == name
