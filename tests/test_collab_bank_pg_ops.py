@@ -160,3 +160,80 @@ def test_a_named_503_with_retry_after_for_a_database_away():
         for kind, name in (("away", "BankUnavailable"), ("slow", "BankTimeout")):
             r = client.get(f"/{kind}")
             assert r.status_code == 503 and r.headers["Retry-After"] == "1" and r.json()["error"] == name
+
+
+def _client_connections(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]
+
+
+def test_many_teams_share_one_pool_of_connections(pg_server, bank_settings):
+    """300 teams, each its own bound bank in one process, written and searched from 8 threads at once: the
+    database never sees more connections than ``bank.pool_size`` (before: one per team, held for good)."""
+    bank_settings(pool_size=4)
+    url = pg_server.database()
+    teams = [f"t{i:03d}" for i in range(300)]
+    banks = {t: MemoryBank(url, HashEmbedder(), team=t) for t in teams}
+    peak, done, failures = [0], threading.Event(), []
+
+    def watch() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _client_connections(url) - 0)
+            time.sleep(0.05)
+
+    def work(part: list[str]) -> None:
+        try:
+            for t in part:
+                banks[t].apply_group(group(t, "g0", 0, (f"{t}-m", "team", f"Team {t} meets on day {t[-1]}")))
+                assert [m.memory_id for m, _ in banks[t].search(t, "meets", 3)] == [f"{t}-m"]
+        except BaseException as err:  # pragma: no cover - reported below
+            failures.append(err)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    workers = [threading.Thread(target=work, args=(teams[i::8],)) for i in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    done.set()
+    watcher.join()
+    assert not failures, failures[:3]
+    assert 1 <= peak[0] <= 4, peak  # the watcher's own connection is not counted
+    assert all(banks[t].stats(t)["groups"] == 1 for t in teams[::37])
+    for b in banks.values():
+        b.close()
+    assert _client_connections(url) == 0  # the last bank closed gives the pool's connections back
+
+
+def test_a_stalled_writer_is_a_named_timeout_not_a_hang(pg_server, bank_settings):
+    """A writer that holds its team's lock and stalls: the team's next writer gets ``BankTimeout`` after
+    ``bank.lock_timeout_s`` (nothing written), another team's writer is not held up, a slow statement is
+    cut at ``bank.statement_timeout_s``, and the stalled transaction is ended by the server after
+    ``bank.idle_in_transaction_s``, which frees the team."""
+    bank_settings(pool_size=4, lock_timeout_s=0.3, statement_timeout_s=0.5, idle_in_transaction_s=1.5)
+    url = pg_server.database()
+    stalled, other = MemoryBank(url, HashEmbedder()), MemoryBank(url, HashEmbedder())
+    try:
+        other.apply_group(group("ops", "g0", 0, ("m0", "team", "The rota is on the wall")))
+        with pytest.raises(BankTimeout, match="statement_timeout"):
+            with other.transaction("ops") as db:
+                db.execute("SELECT pg_sleep(2)")
+        held = stalled.transaction("ops")
+        held.__enter__()  # the team's lock, and then nothing
+        with pytest.raises(BankTimeout, match="lock_timeout"):
+            other.apply_group(group("ops", "g1", 1, ("m1", "team", "The rota moved")))
+        assert not other.is_applied("ops", "g1")
+        other.apply_group(group("lab", "g0", 0, ("l0", "team", "Lab notes")))  # another team: no wait
+        time.sleep(2.0)  # past idle_in_transaction_s: the server ends the stalled session
+        with pytest.raises((BankTimeout, BankUnavailable)) as caught:
+            held.__exit__(None, None, None)  # its COMMIT finds the session gone
+        print(f"the stalled writer's commit: {caught.type.__name__}: {caught.value}")
+        other.apply_group(group("ops", "g1", 1, ("m1", "team", "The rota moved")))  # the team is free again
+        assert other.stats("ops")["groups"] == 2
+    finally:
+        stalled.close()
+        other.close()

@@ -127,6 +127,14 @@ def translate(err: BaseException, where: str) -> BaseException:
     return err
 
 
+def reraise(err: BaseException, where: str) -> None:
+    """Raise ``err`` as the bank's error where it is one (``translate``), else as it is."""
+    mine = translate(err, where)
+    if mine is err:
+        raise err
+    raise mine from err
+
+
 def broken(conn: Any) -> bool:
     return bool(conn.closed or conn.broken)
 

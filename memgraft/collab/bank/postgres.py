@@ -277,8 +277,8 @@ class PostgresBackend(Backend):
         if self._tx is not None:
             try:
                 return self._tx.execute(sql, params, binary=True)
-            except self._psycopg.OperationalError as err:
-                raise pool.translate(err, self.where) from err
+            except self._psycopg.Error as err:
+                pool.reraise(err, self.where)
         bind = self._locals(self._team)
 
         def run(conn: Any) -> Rows:
@@ -305,8 +305,8 @@ class PostgresBackend(Backend):
         try:
             with self._tx.cursor() as cur:
                 cur.executemany(to_psycopg(sql), rows)
-        except self._psycopg.OperationalError as err:
-            raise pool.translate(err, self.where) from err
+        except self._psycopg.Error as err:
+            pool.reraise(err, self.where)
 
     def begin(self, team: str | None) -> None:
         """Borrow a connection for the transaction; one a restart broke is replaced (nothing was written yet)."""
@@ -330,8 +330,8 @@ class PostgresBackend(Backend):
         conn, self._tx = self._tx, None
         try:
             conn.execute("COMMIT")
-        except self._psycopg.OperationalError as err:
-            raise pool.translate(err, self.where) from err
+        except self._psycopg.Error as err:
+            pool.reraise(err, self.where)
         finally:
             self._shared.pool.putconn(conn)
 
