@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import create_schema, id_chunks, to_blob
+from memgraft.collab.bank.schema import SCHEMA, create_schema, id_chunks, to_blob
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.index import TeamIndex
@@ -82,6 +82,13 @@ class Backend:
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped); called
         under ``lock_schema``."""
+
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows (groups, memories, decisions) in the caller's write tx for that team."""
+        raise NotImplementedError
+
+    def upgrade_to_3(self, teams: list[str]) -> None:
+        """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
 
     def after_group(self, team: str) -> None:
         """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""
@@ -152,6 +159,18 @@ class SqliteBackend(Backend):
 
     def vec_dim(self, raw: Any) -> int:
         return len(raw) // 4 if len(raw) % 4 == 0 else -1
+
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows in the caller's write tx: the delete-refusing triggers are dropped and made again
+        inside it (SQLite's DDL is transactional, and the write lock keeps every other writer out meanwhile)."""
+        triggers = re.findall(r"CREATE TRIGGER IF NOT EXISTS (\w+) BEFORE DELETE ON \w+\s+BEGIN.*?END;", SCHEMA, re.S)
+        for name in triggers:
+            self._conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for table in ("decisions", "memories", "groups"):
+            self._conn.execute(f"DELETE FROM {table} WHERE team = ?", (team,))
+        for statement in re.findall(r"CREATE TRIGGER IF NOT EXISTS \w+ BEFORE DELETE ON \w+\s+BEGIN.*?END;", SCHEMA,
+                                    re.S):
+            self._conn.execute(statement)
 
     @property
     def journal_mode(self) -> str:

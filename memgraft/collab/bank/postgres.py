@@ -52,26 +52,31 @@ TEAM_SETTING = "memgraft.team"
 HNSW_INDEX = "memories_hnsw"  # made when the first team passes EXACT_MAX_ROWS (``after_group``)
 ROW_TABLES = ("groups", "memories", "decisions")
 
+FORGET_SETTING = "memgraft.forget"  # 'on' in one transaction: the triggers let it DELETE (``forget``), never TRUNCATE
+# Schema 3 (``migrate``): a DELETE in a transaction that set FORGET_SETTING passes; anything else is refused.
+REFUSE = f"""CREATE OR REPLACE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN IF TG_OP = 'DELETE' AND current_setting('{FORGET_SETTING}', true) = 'on' THEN RETURN NULL; END IF;
+    RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
+"""
+COUNT = """CREATE OR REPLACE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
+    WHERE t.team = n.team; RETURN NULL; END $$;
+CREATE OR REPLACE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
+"""
 SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
                        rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
                        vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + """
-CREATE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
-    $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
-CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
+{refuse}CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
     FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('decisions are append-only');
 CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
     FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('memories are never deleted');
 CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
     ON memories FOR EACH STATEMENT
     EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
-CREATE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
-    WHERE t.team = n.team; RETURN NULL; END $$;
-CREATE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
-CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
+{count}CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
     FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
-""" + "".join(f"""
+""".replace("{refuse}", REFUSE).replace("{count}", COUNT) + "".join(f"""
 ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
 ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
 CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
@@ -247,6 +252,32 @@ class PostgresBackend(Backend):
                 self.rollback()
             raise
         self._indexed = True
+
+    def upgrade_to_3(self, teams: list[str]) -> None:
+        """Schema 3 (``migrate``), in the caller's tx under the schema lock: the team sizes the first schema
+        lacked, counted again team by team (row-level security), the triggers that allow ``forget``, and no
+        whole-table HNSW index while every team is ranked exactly (the first schema built one for every bank)."""
+        self.execute("ALTER TABLE teams ADD COLUMN IF NOT EXISTS memories BIGINT NOT NULL DEFAULT 0")
+        self.execute(REFUSE)
+        for statement in COUNT.split(";\n")[:2]:
+            self.execute(statement)
+        largest = 0
+        for team in teams:
+            self.use_team(team)
+            n = self.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
+            self.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
+            largest = max(largest, n)
+        if largest <= EXACT_MAX_ROWS:
+            self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+        self._indexed = self._has_index()
+
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows, in the caller's tx for that team: the append-only triggers let this
+        transaction's DELETEs pass (``FORGET_SETTING``, local to it), row-level security keeps them to the team."""
+        self.execute("SELECT set_config(?, 'on', true)", (FORGET_SETTING,))
+        for table in ("decisions", "memories", "groups"):
+            self.execute(f"DELETE FROM {table} WHERE team = ?", (team,))
+        self.execute("UPDATE teams SET memories = 0 WHERE team = ?", (team,))
 
     def _has_index(self) -> bool:
         """Read from the catalog table, not ``to_regclass``: an advisory lock does not refresh the catalog cache,
