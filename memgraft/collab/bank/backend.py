@@ -181,21 +181,31 @@ class SqliteBackend(Backend):
 
 
 def hide_password(url: str) -> str:
-    """A URL fit for messages and logs: ``postgresql://user:***@host/db``."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    """A URL fit for messages and logs: ``postgresql://user:***@host/db`` (and ``password=***`` in its query)."""
+    url = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 def is_postgres(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
 
 
+def check_location(location: str | Path) -> None:
+    """Refuse a location that is neither a path nor a ``postgresql://`` URL, before any work starts (the ingest
+    pipeline checks it before Ray does). A SQLAlchemy URL (``postgresql+psycopg://``) is named as one."""
+    if not isinstance(location, str) or is_postgres(location) or "://" not in location:
+        return
+    scheme = location.split("://")[0]
+    hint = " (a SQLAlchemy dialect prefix: write postgresql:// for the bank)" if scheme.startswith(
+        ("postgresql+", "postgres+")) else ""
+    raise BankError(f"bank location {scheme}://… is neither a path (SQLite) nor a postgresql:// URL{hint}")
+
+
 def connect(location: str | Path, team: str | None = None) -> Backend:
     """The backend a bank location names: ``postgresql://…`` is PostgreSQL, anything else a SQLite path."""
+    check_location(location)
     if is_postgres(location):
         from memgraft.collab.bank.postgres import PostgresBackend  # psycopg only where a server is used
 
         return PostgresBackend(str(location), team)
-    if isinstance(location, str) and "://" in location:
-        raise BankError(f"bank location {location.split('://')[0]}://… is neither a path (SQLite) nor a "
-                        f"postgresql:// URL")
     return SqliteBackend(location, team)
