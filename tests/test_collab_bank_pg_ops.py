@@ -237,3 +237,52 @@ def test_a_stalled_writer_is_a_named_timeout_not_a_hang(pg_server, bank_settings
     finally:
         stalled.close()
         other.close()
+
+
+def test_writers_of_one_team_take_turns_and_plan_each_group_once(pg_url, monkeypatch):
+    """Three writers (each its own bank, as three processes are) ingest the same team's stream at once: with the
+    team's planning turn, each group is planned once (before: a writer planned groups another then committed,
+    and re-planned after StaleDecision), and the bank equals one writer's."""
+    from memgraft.collab.data.generator import generate
+    from memgraft.collab.ingest import ingest_team, read_stream
+    from memgraft.collab.policies import RulesPolicy
+    from memgraft.collab.updater import MemoEmbedder, Updater
+    from memgraft.config import HiCoMERSettings
+
+    data = generate(seed=4, teams=1, groups=10)
+    import tempfile
+    from pathlib import Path
+
+    stream = read_stream(data.write(Path(tempfile.mkdtemp()) / "ds")["stream"])
+    [team] = stream.teams
+    groups = stream.teams[team]
+    clean = MemoryBank(pg_url(), MemoEmbedder(HashEmbedder()))
+    ingest_team(Updater(clean, RulesPolicy(), HiCoMERSettings()), groups)
+    plans: list[str] = []
+    real_plan = Updater.plan
+
+    def counted(self, group):
+        plans.append(group.group_id)
+        return real_plan(self, group)
+
+    monkeypatch.setattr(Updater, "plan", counted)
+    url, failures = pg_url(), []
+    banks = [MemoryBank(url, MemoEmbedder(HashEmbedder())) for _ in range(3)]
+
+    def write(bank: MemoryBank) -> None:
+        try:
+            ingest_team(Updater(bank, RulesPolicy(), HiCoMERSettings()), groups)
+        except BaseException as err:  # pragma: no cover - reported below
+            failures.append(err)
+
+    threads = [threading.Thread(target=write, args=(b,)) for b in banks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert sorted(plans) == sorted(g.group_id for g in groups)  # every group planned once, by one writer
+    state = lambda b: [(m.memory_id, m.maintained, m.valid) for m in b.memories(team)]  # noqa: E731
+    assert state(banks[0]) == state(clean) and len(banks[0].decisions(team)) == len(clean.decisions(team))
+    for b in banks + [clean]:
+        b.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -86,6 +87,11 @@ class Backend:
     def forget(self, team: str) -> None:
         """Delete ``team``'s rows (groups, memories, decisions) in the caller's write tx for that team."""
         raise NotImplementedError
+
+    def team_turn(self, team: str) -> Any:
+        """A context in which this writer plans and writes ``team``'s next group before any other process's
+        writer does (PostgreSQL); SQLite's writers of one file take turns at its lock already."""
+        return nullcontext(False)
 
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""

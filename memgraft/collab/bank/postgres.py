@@ -271,6 +271,9 @@ class PostgresBackend(Backend):
             self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
         self._indexed = self._has_index()
 
+    def team_turn(self, team: str) -> Any:
+        return pool.team_turn(self._shared, self.where, team)
+
     def forget(self, team: str) -> None:
         """Delete ``team``'s rows, in the caller's tx for that team: the append-only triggers let this
         transaction's DELETEs pass (``FORGET_SETTING``, local to it), row-level security keeps them to the team."""

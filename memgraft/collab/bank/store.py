@@ -194,6 +194,11 @@ class MemoryBank(BankSearch):
             self._after_commit(tx, version)
             self._db.after_group(group.team)
 
+    def team_turn(self, team: str) -> Any:
+        """Hold while planning and writing one group of ``team``: other processes' writers of the team wait,
+        so none plans against a state about to change (a no-op on SQLite)."""
+        return self._db.team_turn(team)
+
     def apply_group(self, group: MemoryGroup, decisions: Sequence[Decision] = ()) -> None:
         """Add a group's memories and its precomputed decisions in one transaction."""
         with self.group_transaction(group) as tx:
