@@ -15,14 +15,17 @@ Why it looks like this:
   a refusal), writers of different teams do not wait at all.
 - A team's dense top-N is computed in the database: exactly (a scan of the team's
   rows) up to ``EXACT_MAX_ROWS`` memories, where that is fast and gives SQLite's
-  results; above, from an HNSW index (cosine), approximate as HNSW is, which is built
-  only when the first team passes that size (``after_group``). The few rows
-  it returns are ranked by the same ``index.rank`` the SQLite bank uses, so scores
-  and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
+  results; above, from the team's own HNSW index (cosine, a partial index on its
+  rows), approximate as HNSW is, built when the team passes that size (``after_group``).
+  The few rows it returns are ranked by the same ``index.rank`` the SQLite bank uses,
+  so scores and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
+- Connections come from the process's pool (``pool``), one per transaction; the
+  team is bound inside each transaction, so no connection belongs to a team.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
@@ -49,7 +52,7 @@ SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the 
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
 TEAM_SETTING = "memgraft.team"
-HNSW_INDEX = "memories_hnsw"  # made when the first team passes EXACT_MAX_ROWS (``after_group``)
+HNSW_INDEX = "memories_hnsw"  # the prefix of each large team's own index (``team_index``); schemas 1-2: one for all
 ROW_TABLES = ("groups", "memories", "decisions")
 
 FORGET_SETTING = "memgraft.forget"  # 'on' in one transaction: the triggers let it DELETE (``forget``), never TRUNCATE
@@ -81,6 +84,16 @@ ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
 ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
 CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
     WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
+
+
+def team_index(team: str) -> str:
+    """The name of ``team``'s own HNSW index (a hash: any team name, within PostgreSQL's 63 characters)."""
+    return f"{HNSW_INDEX}_{hashlib.sha1(team.encode()).hexdigest()[:20]}"
+
+
+def team_literal(team: str) -> str:
+    """``team`` as an SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1)."""
+    return "'" + team.replace("'", "''") + "'"
 
 
 @lru_cache(maxsize=512)
@@ -136,7 +149,7 @@ class PostgresBackend(Backend):
         try:
             if not self.execute_untied(self._has_schema_sql()).fetchone()[0]:
                 self._create_schema()  # dropped and made again since (a test's fresh schema)
-            self._indexed = self._has_index()
+            self._indexed: set[str] = set()  # teams whose own HNSW index is known to exist
         except BaseException:
             pool.release(url)
             raise
@@ -226,16 +239,19 @@ class PostgresBackend(Backend):
         return "vector" if dim is None else f"vector({int(dim)})"
 
     def after_group(self, team: str) -> None:
-        """Build the HNSW index once ``team`` passes ``EXACT_MAX_ROWS``; before, every team is ranked exactly.
+        """Build ``team``'s own HNSW index once it passes ``EXACT_MAX_ROWS``; before, it is ranked exactly.
 
-        Why not from the start: pgvector keeps the index up row by row, which made
-        ingest several times slower, and a bank whose teams are all small never reads it.
-        Built in one go here, after the group's commit (holding no table lock), under
-        the schema lock: two writers crossing the threshold at once build it once, the
-        second finds it made. Other writers wait out the build (a plain CREATE INDEX, so a
-        killed build leaves no half-made index); searches meanwhile scan exactly.
+        Why per team (a partial index, ``WHERE team = '…'``): a whole-table index made
+        every team's writes keep up one index once any team was large, and its scan
+        filtered by team after the search, so a small team among many rows got back few
+        or none of its own (pgvector's filtered-HNSW recall). A team's own index holds
+        only its rows: other teams never pay for it, and its scan needs no team filter.
+        Why not from the start: pgvector keeps an index up row by row, which made ingest
+        several times slower. Built in one go after the group's commit, under the schema
+        lock (two writers crossing at once build it once); the team's writers wait out the
+        build (a plain CREATE INDEX: a killed build leaves none); searches meanwhile scan.
         """
-        if self._indexed:
+        if team in self._indexed:
             return
         row = self.execute_untied("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
         if row is None or row[0] <= EXACT_MAX_ROWS:
@@ -243,15 +259,20 @@ class PostgresBackend(Backend):
         self.begin(None)
         try:
             self.lock_schema()
-            if not self._has_index():
-                self.execute("SET LOCAL statement_timeout = 0")  # a build of minutes is not a stalled statement
-                self.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
+            self._build_index(team)
             self.commit()
         except BaseException:
             if self.in_transaction:
                 self.rollback()
             raise
-        self._indexed = True
+        self._indexed.add(team)
+
+    def _build_index(self, team: str) -> None:
+        """In the caller's tx, under the schema lock: ``team``'s partial HNSW index, unless it exists."""
+        if not self._has_index(team_index(team)):
+            self.execute("SET LOCAL statement_timeout = 0")  # a build of minutes is not a stalled statement
+            self.execute_untied(f"CREATE INDEX {team_index(team)} ON memories USING hnsw (embedding vector_cosine_ops) "
+                                f"WHERE team = {team_literal(team)}")
 
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 3 (``migrate``), in the caller's tx under the schema lock: the team sizes the first schema
@@ -261,15 +282,13 @@ class PostgresBackend(Backend):
         self.execute(REFUSE)
         for statement in COUNT.split(";\n")[:2]:
             self.execute(statement)
-        largest = 0
+        self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")  # the whole-table index: one per large team now
         for team in teams:
             self.use_team(team)
             n = self.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
             self.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
-            largest = max(largest, n)
-        if largest <= EXACT_MAX_ROWS:
-            self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
-        self._indexed = self._has_index()
+            if n > EXACT_MAX_ROWS:
+                self._build_index(team)
 
     def team_turn(self, team: str) -> Any:
         return pool.team_turn(self._shared, self.where, team)
@@ -281,12 +300,14 @@ class PostgresBackend(Backend):
         for table in ("decisions", "memories", "groups"):
             self.execute(f"DELETE FROM {table} WHERE team = ?", (team,))
         self.execute("UPDATE teams SET memories = 0 WHERE team = ?", (team,))
+        self.execute(f"DROP INDEX IF EXISTS {team_index(team)}")
+        self._indexed.discard(team)
 
-    def _has_index(self) -> bool:
+    def _has_index(self, name: str) -> bool:
         """Read from the catalog table, not ``to_regclass``: an advisory lock does not refresh the catalog cache,
         so after waiting for another builder's lock the cache may not know its index yet."""
         return self.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                            "AND indexname = ?)", (HNSW_INDEX,)).fetchone()[0]
+                            "AND indexname = ?)", (name,)).fetchone()[0]
 
     # -- statements --------------------------------------------------------------------------
     def _locals(self, team: str | None) -> tuple[str, list[Any]] | None:
@@ -429,13 +450,18 @@ class PostgresBackend(Backend):
         self._ef_search = ef  # outside a transaction: bound with the team in each statement's (``_locals``)
         qv, cond = self.encode_vec(q), " AND ".join(where)
 
-        def read(tail: str, *extra: Any) -> list[tuple]:
-            return self.execute(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
-                                f"FROM memories WHERE {cond} {tail}", (qv, *args, *extra)).fetchall()
+        def read(tail: str, *extra: Any, own_index: bool = False) -> list[tuple]:
+            sql = to_psycopg(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
+                             f"FROM memories WHERE {cond} {tail}")
+            if not own_index:
+                return self.execute_untied(sql, (qv, *args, *extra)).fetchall()
+            # the team as a literal, so the planner can match the team's partial index (not a parameter)
+            sql = sql.replace("team = %s", f"team = {team_literal(team).replace('%', '%%')}", 1)
+            return self.execute_untied(sql, (qv, *args[1:], *extra)).fetchall()
 
         exact = "ORDER BY (embedding <=> ?) + 0 LIMIT ?"  # "+ 0": an order the index cannot give, so a scan
         large = self._team_size(team) > EXACT_MAX_ROWS
-        rows = read("ORDER BY embedding <=> ? LIMIT ?" if large else exact, qv, n)
+        rows = read("ORDER BY embedding <=> ? LIMIT ?", qv, n, own_index=True) if large else read(exact, qv, n)
         if len(rows) < n and large:
             rows = read(exact, qv, n)
         if k > 0 and len(rows) == n and rows[-1][6] - rows[k - 1][6] <= TIE_EPS:
