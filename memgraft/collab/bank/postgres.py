@@ -25,7 +25,6 @@ Why it looks like this:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
@@ -36,10 +35,10 @@ from memgraft.collab.bank import pool
 from memgraft.collab.bank.backend import Backend, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex, index_of_rows
-from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
+from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
+                                            SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
+                                            team_index, team_literal)
 
-LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
-SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
 # A team up to this size is ranked exactly; a larger one through the HNSW index. Measured (2 cores, pgvector
 # 0.6.2, bench/collab_search.py, one 100k team of random 384-dim vectors, HNSW's worst case): the exact top-10
 # 72 ms p50 at recall 1.000, the index 40 ms at recall 0.342, and keeping the index up made the build 21x
@@ -51,51 +50,6 @@ HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
-TEAM_SETTING = "memgraft.team"
-HNSW_INDEX = "memories_hnsw"  # the prefix of each large team's own index (``team_index``); schemas 1-2: one for all
-ROW_TABLES = ("groups", "memories", "decisions")
-
-FORGET_SETTING = "memgraft.forget"  # 'on' in one transaction: the triggers let it DELETE (``forget``), never TRUNCATE
-# Schema 3 (``migrate``): a DELETE in a transaction that set FORGET_SETTING passes; anything else is refused.
-REFUSE = f"""CREATE OR REPLACE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
-    $$ BEGIN IF TG_OP = 'DELETE' AND current_setting('{FORGET_SETTING}', true) = 'on' THEN RETURN NULL; END IF;
-    RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
-"""
-COUNT = """CREATE OR REPLACE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
-    WHERE t.team = n.team; RETURN NULL; END $$;
-CREATE OR REPLACE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
-"""
-SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
-                       rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
-                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + """
-{refuse}CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('decisions are append-only');
-CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('memories are never deleted');
-CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
-    ON memories FOR EACH STATEMENT
-    EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
-{count}CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
-""".replace("{refuse}", REFUSE).replace("{count}", COUNT) + "".join(f"""
-ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
-    WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
-
-
-def team_index(team: str) -> str:
-    """The name of ``team``'s own HNSW index (a hash: any team name, within PostgreSQL's 63 characters)."""
-    return f"{HNSW_INDEX}_{hashlib.sha1(team.encode()).hexdigest()[:20]}"
-
-
-def team_literal(team: str) -> str:
-    """``team`` as an SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1)."""
-    return "'" + team.replace("'", "''") + "'"
-
-
 @lru_cache(maxsize=512)
 def to_psycopg(sql: str) -> str:
     """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
@@ -147,7 +101,7 @@ class PostgresBackend(Backend):
             self._first_setup()  # once per process and URL: the role, the extension, the tables
         self._shared = pool.acquire(url, self.where)
         try:
-            if not self.execute_untied(self._has_schema_sql()).fetchone()[0]:
+            if not self.execute_untied(HAS_SCHEMA).fetchone()[0]:
                 self._create_schema()  # dropped and made again since (a test's fresh schema)
             self._indexed: set[str] = set()  # teams whose own HNSW index is known to exist
         except BaseException:
@@ -156,6 +110,8 @@ class PostgresBackend(Backend):
 
     # -- setup -------------------------------------------------------------------------------
     def _first_setup(self) -> None:
+        """The role, the extension and the tables, on a connection of its own (the pool's connections register
+        pgvector's types, which need the extension first)."""
         psycopg = self._psycopg
         try:
             conn = psycopg.connect(self.location, autocommit=True, connect_timeout=10)
@@ -165,58 +121,23 @@ class PostgresBackend(Backend):
             raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
         try:
             with conn:
-                self._check_role(conn)
-                self._ensure_vector(conn)
-                if not conn.execute(self._has_schema_sql()).fetchone()[0]:
+                check_role(conn, self.where)
+                ensure_vector(conn, self.where)
+                if not conn.execute(HAS_SCHEMA).fetchone()[0]:
                     with conn.transaction():
-                        self._create_schema_on(conn)
+                        create_schema_on(conn)
         except psycopg.Error as err:
             raise BankError(f"{self.where}: {type(err).__name__}: {str(err).strip()}") from None
-
-    def _check_role(self, conn: Any) -> None:
-        row = conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
-                           "WHERE rolname = current_user").fetchone()
-        if row[1]:
-            raise BankError(f"{self.where} connects as {row[0]!r}, a role that bypasses row-level security, so "
-                            f"teams would not be kept apart: connect as an ordinary role (no SUPERUSER, no "
-                            f"BYPASSRLS) that owns the bank's tables")
-
-    def _ensure_vector(self, conn: Any) -> None:
-        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-            return
-        try:
-            with conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
-                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except self._psycopg.Error as err:
-            raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
-                            f"a superuser must run CREATE EXTENSION vector in that database") from None
 
     def _create_schema(self) -> None:
         self.begin(None)
         try:
-            self._create_schema_on(self._tx)
+            create_schema_on(self._tx)
             self.commit()
         except BaseException:
             if self.in_transaction:
                 self.rollback()
             raise
-
-    @staticmethod
-    def _create_schema_on(conn: Any) -> None:
-        """Create the tables once, in the caller's tx (under the schema lock: two processes may open a new bank
-        at once)."""
-        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
-        if not conn.execute(PostgresBackend._has_schema_sql()).fetchone()[0]:
-            conn.execute(SCHEMA)
-            conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
-
-    @staticmethod
-    def _has_schema_sql() -> str:
-        """Read from pg_class with this statement's snapshot: ``to_regclass`` answers from the session's
-        catalog cache, which may not yet show tables another process committed while we waited for the lock."""
-        return ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-                "ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND n.nspname = current_schema())")
 
     def lock_schema(self) -> None:
         """The schema lock, held to the end of the caller's tx; statements after it see what its holder
