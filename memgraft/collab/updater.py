@@ -105,8 +105,8 @@ class Updater:
             return report
         usage = getattr(self.policy, "usage", None)
         before = usage.copy() if isinstance(usage, Usage) else None
-        with self.bank.team_turn(group.team):  # other processes' writers of the team wait for this group
-            if self.bank.is_applied(group.team, group.group_id):  # applied by one while this one waited
+        with self.bank.team_turn(group.team) as turn:  # other processes' writers of the team wait for this group
+            if turn and self.bank.is_applied(group.team, group.group_id):  # applied by one while this one waited
                 report.skipped = True
                 return report
             for attempt in range(PLAN_ATTEMPTS):
