@@ -294,6 +294,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="torch threads (query encode, rerank, scorer); 0: the profile's setting. One by default: "
                              "a single query gains little from two, and on a shared 2-core machine torch's OpenMP "
                              "workers stall for ~0.5 s per call whenever another process holds a core")
+    parser.add_argument("--exact-max-rows", type=int, default=None,
+                        help="PostgreSQL: a team past this many memories is searched through its own HNSW index "
+                             "(default: postgres.EXACT_MAX_ROWS, 100,000): lower it to measure the index's recall "
+                             "and latency on a bank that fits the machine")
     parser.add_argument("--profile", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
@@ -304,6 +308,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.models.threads import available_cpus
 
     settings = load_settings(args.profile, args.overrides)
+    if args.exact_max_rows is not None:
+        from memgraft.collab.bank import postgres
+
+        postgres.EXACT_MAX_ROWS = args.exact_max_rows
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-collab-"))
     out.mkdir(parents=True, exist_ok=True)
     embedder = load_embedder(settings)

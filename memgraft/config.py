@@ -264,6 +264,19 @@ class TrainingSettings(_Section):
     validity_groups: int = Field(12, gt=0)
 
 
+class BankSettings(_Section):
+    """A PostgreSQL bank's connections in one process (``memgraft.collab.bank.pool``): one pool per process and
+    URL, shared by every team's bank, so 1,000 teams use ``pool_size`` connections, not 1,000. The timeouts
+    turn a stalled writer or a gone server into a named error (the service: 503 with Retry-After), not a hang."""
+
+    pool_size: int = Field(10, ge=1)  # connections at most, per process and bank URL
+    pool_timeout_s: float = Field(3.0, gt=0)  # waiting for a connection (all busy, or the server unreachable)
+    statement_timeout_s: float = Field(30.0, gt=0)  # one statement (an as-of search at 100k takes ~1 s)
+    lock_timeout_s: float = Field(10.0, gt=0)  # waiting for a lock (the team's writer lock included)
+    idle_in_transaction_s: float = Field(60.0, gt=0)  # a transaction left open by a stalled client
+    reconnect_s: float = Field(2.0, gt=0)  # a lost connection is retried this long, then again on the next use
+
+
 class Settings(_Section):
     profile: str = "local"
     chunking: ChunkingSettings = ChunkingSettings()
@@ -275,6 +288,7 @@ class Settings(_Section):
     hgmem: HGMemSettings = HGMemSettings()
     hicomer: HiCoMERSettings = HiCoMERSettings()
     training: TrainingSettings = TrainingSettings()
+    bank: BankSettings = BankSettings()
 
     @property
     def cache_path(self) -> Path:

@@ -42,7 +42,8 @@ import ray
 import typer
 
 from memgraft.collab.bank import BankError, open_bank
-from memgraft.collab.bank.backend import is_postgres
+from memgraft.collab.bank import pool as bank_pool
+from memgraft.collab.bank.backend import check_location, hide_password, is_postgres
 from memgraft.collab.ingest import StreamError, TeamStats, read_stream
 from memgraft.config import Settings, load_settings
 from memgraft.models.threads import available_cpus
@@ -85,6 +86,7 @@ class IngestWorker:
         self.embedder_dtype = getattr(inner, "dtype", s.models.embedder_dtype)
         embedder = MemoEmbedder(inner)
         self.policy = policy_factory(s, embedder) if policy_factory else make_policy(s, embedder=embedder)
+        bank_pool.configure(s.bank)  # a PostgreSQL bank's pool size and timeouts in this worker
         self.bank = open_bank(bank, embedder)
         self.updater = Updater(self.bank, self.policy, s.hicomer)
 
@@ -101,8 +103,10 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
                policy_factory: PolicyFactory | None = None) -> dict[str, Any]:
     """Ingest every team's groups not yet in ``bank``; returns the summary (per team in ``teams``)."""
     t0 = time.perf_counter()
+    check_location(bank)  # a wrong scheme is said now, not as a worker's traceback once Ray is up
     parsed = read_stream(stream)  # raises StreamError before anything is written
     if is_postgres(bank):  # an unreachable server or a bad URL is said here, not as a dead worker
+        bank_pool.configure(settings.bank)
         open_bank(bank).close()
     teams = sorted(parsed.teams, key=lambda t: (-len(parsed.teams[t]), t))  # largest first: the pool ends together
     # None joins RAY_ADDRESS (set by `ray job submit`) or a running head, else starts a local Ray;
@@ -146,7 +150,7 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
     end = time.perf_counter()
     applied = sum(r.applied for r in results)
     return {
-        "stream": stream, "bank": bank, "policy": policy_name, "workers": n, "torch_threads": threads,
+        "stream": stream, "bank": hide_password(bank), "policy": policy_name, "workers": n, "torch_threads": threads,
         "embedder_dtype": dtype,
         "teams": len(teams), "groups": parsed.n_groups, "applied": applied,
         "skipped": sum(r.skipped for r in results), "decisions": sum(r.decisions for r in results),

@@ -23,7 +23,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from memgraft.collab.bank import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup, StaleDecision
+from memgraft.collab.bank import (BankError, BankTimeout, BankUnavailable, EmbedderMismatch, GroupAlreadyApplied,
+                                  OutOfOrderGroup, StaleDecision)
 from memgraft.graph.folder import GraphFolderError
 from memgraft.models.llm.openai_backend import LLMServerError
 from memgraft.models.llm.session import StructuredOutputError
@@ -48,7 +49,7 @@ STATUS: dict[type[BaseException], int] = {
     ValueError: 400,
     BadName: 422, TeamMismatch: 422, Unsupported: 422, ValidationError: 422, OverLimit: 422,
     StructuredOutputError: 502, LLMServerError: 502,
-    Busy: 503, StaleDecision: 503, sqlite3.OperationalError: 503,
+    Busy: 503, StaleDecision: 503, sqlite3.OperationalError: 503, BankUnavailable: 503, BankTimeout: 503,
     TimeoutError: 504,
 }
 

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank, StaleDecision, open_bank
+from memgraft.collab.bank import (BankError, BankTimeout, BankUnavailable, EmbedderMismatch, MemoryBank,
+                                  StaleDecision, open_bank)
+from memgraft.collab.bank import pool as bank_pool
 from memgraft.collab.bank.backend import hide_password
 from memgraft.collab.types import Decision, MemoryGroup
 from memgraft.config import Settings
@@ -81,6 +83,7 @@ class Service:
 
             models.scorer = StateValidity(settings.hicomer.validity_state_logit)
             models.scorer_source = "the maintained state (hicomer.validity_scorer=state)"
+        bank_pool.configure(settings.bank)  # a PostgreSQL bank's pool size and timeouts, for this process
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[int, GraphStore]] = {}
         self._teams: dict[str, CollabMemory] = {}
@@ -273,6 +276,8 @@ def _open_bank(team: str, location: str | Path, embedder: Any, *, bound: bool = 
         return open_bank(location, embedder, team=team if bound else None)
     except EmbedderMismatch as err:
         raise EmbedderMismatch(str(err).replace(where, f"team {team!r}'s bank")) from None
+    except (BankUnavailable, BankTimeout) as err:  # the server, not the bank: 503, retry
+        raise type(err)(f"team {team!r}'s bank: {str(err).replace(where, 'its database')}") from None
     except BankError as err:
         raise BankUnusable(f"team {team!r}'s bank cannot be used: "
                            f"{str(err).replace(where, 'it').removeprefix('it: ')}") from None

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memgraft.collab.bank import BankError, EmbedderMismatch, MemoryBank
+from memgraft.collab.bank import SCHEMA_VERSION, BankError, EmbedderMismatch, MemoryBank
 from memgraft.collab.types import Relation
 from tests.collab_bank_helpers import G1, G2, G3, T0, group, raw_connection, stream
 from tests.doubles import HashEmbedder
@@ -76,7 +76,7 @@ def test_a_schema_1_bank_is_upgraded_when_opened(location):
     emb = HashEmbedder()
     with MemoryBank(location, emb) as bank:
         conn, _ = raw_connection(bank, "ops")
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == SCHEMA_VERSION
         filled = conn.execute("SELECT memory_id FROM memories WHERE original_embedding IS NOT NULL "
                               "ORDER BY memory_id").fetchall()
         conn.close()

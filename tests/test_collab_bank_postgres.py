@@ -114,7 +114,7 @@ def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypat
                 assert "memories_hnsw" not in hnsw_plan(bank)
             bank.apply_group(group("big", f"b{g}", g, *[(f"big{g}-{j}", "individual", f"{words[(g + j) % 12]} "
                                                          f"{words[(3 * g + j) % 12]} note {g} {j}") for j in range(10)]))
-        assert "memories_hnsw" in hnsw_plan(bank)
+        assert postgres.team_index("big") in hnsw_plan(bank)  # the team's own index
         monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 0)
         bank.apply_group(group("small", "s0", 0, *[(f"s{j}", "team", f"small team fact {j}") for j in range(3)]))
         shown = bank.search("small", "small team fact", 10)
@@ -149,7 +149,8 @@ def at_once(*calls):
 
 
 def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monkeypatch):
-    """Two processes' teams pass ``EXACT_MAX_ROWS`` in the same instant: both groups commit, one index is built."""
+    """Two processes' teams pass ``EXACT_MAX_ROWS`` in the same instant: both groups commit, and each team gets
+    one index of its own (a partial index on its rows), a small team none."""
     from memgraft.collab.bank import postgres
 
     monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 5)
@@ -158,10 +159,13 @@ def test_two_writers_crossing_the_threshold_at_once_build_one_index(pg_url, monk
     at_once(*(lambda b=b, t=t: b.apply_group(group(t, "g0", 0, *[(f"{t}{j}", "team", f"{t} fact {j}")
                                                                   for j in range(8)]))
               for b, t in zip(banks, ("ops", "lab"))))
+    banks[0].apply_group(group("hr", "g0", 0, ("hr0", "team", "hr fact")))
     conn, _ = raw_connection(banks[0])
     with conn:
-        assert conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories' AND indexdef LIKE "
-                            "'%hnsw%'").fetchall() == [("memories_hnsw",)]
+        made = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories' AND indexdef "
+                            "LIKE '%hnsw%' ORDER BY indexname").fetchall()
+    assert sorted(name for name, _ in made) == sorted([postgres.team_index("ops"), postgres.team_index("lab")])
+    assert all("WHERE (team = " in d for _, d in made)
     assert [len(b.memories(t)) for b, t in zip(banks, ("ops", "lab"))] == [8, 8]
     for b in banks:
         b.close()

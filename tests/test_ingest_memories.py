@@ -189,6 +189,30 @@ def test_bad_line_refused_before_anything_is_written(settings, tmp_path):
     assert not (tmp_path / "bank.sqlite").exists()
 
 
+@pytest.mark.parametrize("url", ["postgresql+psycopg://memgraft:pw@host/db", "mysql://host/db"])
+def test_a_wrong_bank_scheme_is_refused_before_ray_starts(settings, tmp_path, url, monkeypatch):
+    from memgraft.collab.bank import BankError
+    from pipelines import ingest_memories
+
+    def no_ray(*_a, **_k):  # pragma: no cover - the failure this test is about
+        raise AssertionError("Ray was started for a bank location that cannot be opened")
+
+    monkeypatch.setattr(ingest_memories, "init_ray", no_ray)
+    path = write_lines(tmp_path / "s.jsonl", [g("a", "g1", 1, "fine")])
+    with pytest.raises(BankError, match="neither a path .* postgresql:// URL") as caught:
+        ingest_memories.run_ingest(settings, str(path), url)
+    assert "pw" not in str(caught.value) and ("SQLAlchemy" in str(caught.value)) == url.startswith("postgresql+")
+
+
+def test_the_summary_and_messages_never_show_the_password():
+    from memgraft.collab.bank.backend import hide_password
+
+    assert hide_password("postgresql://memgraft:s3cr%40t@db:5432/bank?sslmode=require") == \
+        "postgresql://memgraft:***@db:5432/bank?sslmode=require"
+    assert hide_password("postgresql://u@h/db?password=s3cret&sslmode=require") == \
+        "postgresql://u@h/db?password=***&sslmode=require"
+
+
 @pytest.mark.slow
 def test_pipeline_ingests_teams_in_parallel(clean_bank, dataset):
     from pipelines.ingest_memories import run_ingest

@@ -25,20 +25,22 @@ Why it looks like this:
 - A bank location that is a path opens SQLite (embedded, one writer at a time per
   file); a ``postgresql://`` URL opens PostgreSQL with pgvector (``postgres``: many
   writers, teams kept apart by row-level security, the dense top-N in the database:
-  exact up to a team's 100,000 memories, from an HNSW index built once a team passes
-  that). Both run the same SQL and the same ranking; ``open_bank`` picks.
+  exact up to a team's 100,000 memories, from the team's own HNSW index above; one pool
+  of connections per process). Both run the same SQL and the same ranking; ``open_bank`` picks.
 
 The package, by idea: ``schema`` (tables, triggers, row codecs), ``backend`` (the
 database: SQLite here, PostgreSQL in ``postgres``), ``index`` (a team's vectors and
 the ranking), ``vectors`` (embedding and index caching), ``search`` (live and
 as-of search), ``transaction`` (one group's write), ``store`` (``MemoryBank``: the
-embedder binding, transactions, reads), ``errors``; ``scratch`` starts a throwaway
-PostgreSQL for tests and benchmarks.
+embedder binding, transactions, reads), ``errors``, ``migrate`` (each released schema's
+upgrade), ``forget`` (deleting one team's data), ``pool`` (PostgreSQL's connections, timeouts,
+restarts); ``scratch`` starts a throwaway PostgreSQL for tests and benchmarks.
 """
 
 from pathlib import Path
 
-from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup, StaleDecision
+from memgraft.collab.bank.errors import (BankError, BankTimeout, BankUnavailable, EmbedderMismatch, GroupAlreadyApplied,
+                                         OutOfOrderGroup, SchemaTooNew, StaleDecision)
 from memgraft.collab.bank.schema import SCHEMA_VERSION
 from memgraft.collab.bank.store import MemoryBank
 from memgraft.collab.bank.transaction import GroupTransaction
@@ -55,5 +57,5 @@ def open_bank(location: str | Path, embedder: Embedder | None = None, *, team: s
     return MemoryBank(location, embedder, team=team)
 
 
-__all__ = ["BankError", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
+__all__ = ["BankError", "BankTimeout", "BankUnavailable", "SchemaTooNew", "EMBED_CACHE_SIZE", "EmbedderMismatch", "GroupAlreadyApplied", "GroupTransaction",
            "MemoryBank", "OutOfOrderGroup", "open_bank", "SCHEMA_VERSION", "StaleDecision"]

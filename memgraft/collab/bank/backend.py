@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import create_schema, id_chunks, to_blob
+from memgraft.collab.bank.schema import SCHEMA, create_schema, id_chunks, to_blob
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.index import TeamIndex
@@ -82,6 +83,18 @@ class Backend:
     def bind_dim(self, dim: int) -> None:
         """The bank's embedder is now known: fix the vector column's dimension (no-op where untyped); called
         under ``lock_schema``."""
+
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows (groups, memories, decisions) in the caller's write tx for that team."""
+        raise NotImplementedError
+
+    def team_turn(self, team: str) -> Any:
+        """A context in which this writer plans and writes ``team``'s next group before any other process's
+        writer does (PostgreSQL); SQLite's writers of one file take turns at its lock already."""
+        return nullcontext(False)
+
+    def upgrade_to_3(self, teams: list[str]) -> None:
+        """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
 
     def after_group(self, team: str) -> None:
         """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""
@@ -153,6 +166,18 @@ class SqliteBackend(Backend):
     def vec_dim(self, raw: Any) -> int:
         return len(raw) // 4 if len(raw) % 4 == 0 else -1
 
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows in the caller's write tx: the delete-refusing triggers are dropped and made again
+        inside it (SQLite's DDL is transactional, and the write lock keeps every other writer out meanwhile)."""
+        triggers = re.findall(r"CREATE TRIGGER IF NOT EXISTS (\w+) BEFORE DELETE ON \w+\s+BEGIN.*?END;", SCHEMA, re.S)
+        for name in triggers:
+            self._conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for table in ("decisions", "memories", "groups"):
+            self._conn.execute(f"DELETE FROM {table} WHERE team = ?", (team,))
+        for statement in re.findall(r"CREATE TRIGGER IF NOT EXISTS \w+ BEFORE DELETE ON \w+\s+BEGIN.*?END;", SCHEMA,
+                                    re.S):
+            self._conn.execute(statement)
+
     @property
     def journal_mode(self) -> str:
         return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
@@ -162,9 +187,22 @@ class SqliteBackend(Backend):
 
 
 def hide_password(url: str) -> str:
-    """A URL fit for messages and logs: ``postgresql://user:***@host/db``."""
-    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    """A URL fit for messages and logs: ``postgresql://user:***@host/db`` (and ``password=***`` in its query)."""
+    url = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 def is_postgres(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(POSTGRES_SCHEMES)
+
+
+def check_location(location: str | Path) -> None:
+    """Refuse a location that is neither a path nor a ``postgresql://`` URL, before any work starts (the ingest
+    pipeline checks it before Ray does). A SQLAlchemy URL (``postgresql+psycopg://``) is named as one."""
+    if not isinstance(location, str) or is_postgres(location) or "://" not in location:
+        return
+    scheme = location.split("://")[0]
+    hint = " (a SQLAlchemy dialect prefix: write postgresql:// for the bank)" if scheme.startswith(
+        ("postgresql+", "postgres+")) else ""
+    raise BankError(f"bank location {scheme}://… is neither a path (SQLite) nor a postgresql:// URL{hint}")
+

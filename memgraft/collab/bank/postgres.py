@@ -15,10 +15,12 @@ Why it looks like this:
   a refusal), writers of different teams do not wait at all.
 - A team's dense top-N is computed in the database: exactly (a scan of the team's
   rows) up to ``EXACT_MAX_ROWS`` memories, where that is fast and gives SQLite's
-  results; above, from an HNSW index (cosine), approximate as HNSW is, which is built
-  only when the first team passes that size (``after_group``). The few rows
-  it returns are ranked by the same ``index.rank`` the SQLite bank uses, so scores
-  and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
+  results; above, from the team's own HNSW index (cosine, a partial index on its
+  rows), approximate as HNSW is, built when the team passes that size (``after_group``).
+  The few rows it returns are ranked by the same ``index.rank`` the SQLite bank uses,
+  so scores and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
+- Connections come from the process's pool (``pool``), one per transaction; the
+  team is bound inside each transaction, so no connection belongs to a team.
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from memgraft.collab.bank import pool
 from memgraft.collab.bank.backend import Backend, hide_password
-from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.stored_index import index_of_rows
-from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
+from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
+                                            SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
+                                            team_index, team_literal)
 
-LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
-SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
 # A team up to this size is ranked exactly; a larger one through the HNSW index. Measured (2 cores, pgvector
 # 0.6.2, bench/collab_search.py, one 100k team of random 384-dim vectors, HNSW's worst case): the exact top-10
 # 72 ms p50 at recall 1.000, the index 40 ms at recall 0.342, and keeping the index up made the build 21x
@@ -44,40 +47,10 @@ SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder 
 EXACT_MAX_ROWS = 100_000
 # Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default is 40). On 25k random 384-dim unit
 # vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.49 at 200, 0.77 at 400 (15 ms), 0.93 at 1000 (37 ms).
-HNSW_EF_SEARCH = 400
+HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
-TEAM_SETTING = "memgraft.team"
-HNSW_INDEX = "memories_hnsw"  # made when the first team passes EXACT_MAX_ROWS (``after_group``)
-ROW_TABLES = ("groups", "memories", "decisions")
-
-SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
-                       rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
-                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + """
-CREATE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
-    $$ BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
-CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('decisions are append-only');
-CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('memories are never deleted');
-CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
-    ON memories FOR EACH STATEMENT
-    EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
-CREATE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
-    WHERE t.team = n.team; RETURN NULL; END $$;
-CREATE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
-CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
-    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
-""" + "".join(f"""
-ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
-    WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
-
-
 @lru_cache(maxsize=512)
 def to_psycopg(sql: str) -> str:
     """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
@@ -85,8 +58,29 @@ def to_psycopg(sql: str) -> str:
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
 
 
+class Rows:
+    """A statement's rows, read before its pooled connection went back (``fetchone``/``fetchall``/iteration)."""
+
+    def __init__(self, rows: list[tuple], rowcount: int):
+        self._rows, self.rowcount = rows, rowcount
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._rows)
+
+
 class PostgresBackend(Backend):
-    """One psycopg connection (autocommit between the bank's explicit transactions)."""
+    """A borrower of the process's pool for its URL (``pool``): a connection per transaction, none held between.
+
+    A statement outside a write transaction runs in a short transaction of its own,
+    with the team bound by ``set_config(..., true)``; a write transaction keeps one
+    connection from ``begin`` to ``commit``/``rollback``.
+    """
 
     dialect = "postgresql"
     ranks_in_db = True
@@ -94,71 +88,57 @@ class PostgresBackend(Backend):
     def __init__(self, url: str, team: str | None = None):
         try:
             import psycopg
-            from pgvector.psycopg import register_vector
-        except ImportError as err:  # pragma: no cover - both are dependencies
+        except ImportError as err:  # pragma: no cover - a dependency
             raise BankError(f"a PostgreSQL bank needs psycopg and pgvector installed ({err})") from None
         self.location, self.where, self.bound_team = url, hide_password(url), team
         self._psycopg = psycopg
-        self._team: str | None = None  # the session's memgraft.team, as far as we know
-        self._ef_search = 40  # pgvector's default
+        self._team: str | None = team  # the team the next statements are bound to
+        self._ef_search = HNSW_EF_SEARCH  # each pooled connection's (``pool``)
         self._sizes: dict[str, tuple[int, int]] = {}  # team -> (memories, searches before reading it again)
+        self._tx: Any = None  # the connection a write transaction holds
+        self._tx_team: str | None = None
+        self._shared: pool.SharedPool | None = None
+        if not pool.known(url):
+            self._first_setup()  # once per process and URL: the role, the extension, the tables
+        self._shared = pool.acquire(url, self.where)
         try:
-            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        except psycopg.OperationalError as err:
-            raise BankError(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
-        except psycopg.ProgrammingError as err:
-            raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
-        try:
-            self._check_role()
-            self._ensure_vector()
-            register_vector(self._conn)
-            self._create_schema()
-            self._indexed = self._has_index()
-            if team is not None:
-                self._set_team(team)
-        except psycopg.Error as err:
-            self._conn.close()
-            raise BankError(f"{self.where}: {type(err).__name__}: {str(err).strip()}") from None
+            if not self.execute_untied(HAS_SCHEMA).fetchone()[0]:
+                self._create_schema()  # dropped and made again since (a test's fresh schema)
+            self._indexed: set[str] = set()  # teams whose own HNSW index is known to exist
         except BaseException:
-            self._conn.close()
+            pool.release(url)
             raise
 
     # -- setup -------------------------------------------------------------------------------
-    def _check_role(self) -> None:
-        row = self._conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
-                                 "WHERE rolname = current_user").fetchone()
-        if row[1]:
-            raise BankError(f"{self.where} connects as {row[0]!r}, a role that bypasses row-level security, so "
-                            f"teams would not be kept apart: connect as an ordinary role (no SUPERUSER, no "
-                            f"BYPASSRLS) that owns the bank's tables")
-
-    def _ensure_vector(self) -> None:
-        if self._conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-            return
+    def _first_setup(self) -> None:
+        """The role, the extension and the tables, on a connection of its own (the pool's connections register
+        pgvector's types, which need the extension first)."""
+        psycopg = self._psycopg
         try:
-            with self._conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
-                self.lock_schema()
-                self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        except self._psycopg.Error as err:
-            raise BankError(f"{self.where} lacks the pgvector extension and this role cannot add it ({err}); "
-                            f"a superuser must run CREATE EXTENSION vector in that database") from None
+            conn = psycopg.connect(self.location, autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as err:
+            raise BankUnavailable(f"cannot reach the PostgreSQL bank at {self.where}: {str(err).strip()}") from None
+        except psycopg.ProgrammingError as err:
+            raise BankError(f"{self.where} is not a usable PostgreSQL URL: {str(err).strip()}") from None
+        try:
+            with conn:
+                check_role(conn, self.where)
+                ensure_vector(conn, self.where)
+                if not conn.execute(HAS_SCHEMA).fetchone()[0]:
+                    with conn.transaction():
+                        create_schema_on(conn)
+        except psycopg.Error as err:
+            raise BankError(f"{self.where}: {type(err).__name__}: {str(err).strip()}") from None
 
     def _create_schema(self) -> None:
-        """Create the tables once (under the schema lock: two processes may open a new bank at once)."""
-        if self._has_schema():
-            return
-        with self._conn.transaction():
-            self.lock_schema()
-            if not self._has_schema():
-                self._conn.execute(SCHEMA)
-                self._conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
-
-    def _has_schema(self) -> bool:
-        """Read from pg_class with this statement's snapshot: ``to_regclass`` answers from the session's
-        catalog cache, which may not yet show tables another process committed while we waited for the lock."""
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-                                  "ON n.oid = c.relnamespace WHERE c.relname = 'meta' "
-                                  "AND n.nspname = current_schema())").fetchone()[0]
+        self.begin(None)
+        try:
+            create_schema_on(self._tx)
+            self.commit()
+        except BaseException:
+            if self.in_transaction:
+                self.rollback()
+            raise
 
     def lock_schema(self) -> None:
         """The schema lock, held to the end of the caller's tx; statements after it see what its holder
@@ -181,37 +161,115 @@ class PostgresBackend(Backend):
         return "vector" if dim is None else f"vector({int(dim)})"
 
     def after_group(self, team: str) -> None:
-        """Build the HNSW index once ``team`` passes ``EXACT_MAX_ROWS``; before, every team is ranked exactly.
+        """Build ``team``'s own HNSW index once it passes ``EXACT_MAX_ROWS``; before, it is ranked exactly.
 
-        Why not from the start: pgvector keeps the index up row by row, which made
-        ingest several times slower, and a bank whose teams are all small never reads it.
-        Built in one go here, after the group's commit (holding no table lock), under
-        the schema lock: two writers crossing the threshold at once build it once, the
-        second finds it made. Other writers wait out the build (a plain CREATE INDEX, so a
-        killed build leaves no half-made index); searches meanwhile scan exactly.
+        Why per team (a partial index, ``WHERE team = '…'``): a whole-table index made
+        every team's writes keep up one index once any team was large, and its scan
+        filtered by team after the search, so a small team among many rows got back few
+        or none of its own (pgvector's filtered-HNSW recall). A team's own index holds
+        only its rows: other teams never pay for it, and its scan needs no team filter.
+        Why not from the start: pgvector keeps an index up row by row, which made ingest
+        several times slower. Built in one go after the group's commit, under the schema
+        lock (two writers crossing at once build it once); the team's writers wait out the
+        build (a plain CREATE INDEX: a killed build leaves none); searches meanwhile scan.
         """
-        if self._indexed:
+        if team in self._indexed:
             return
-        row = self._conn.execute("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
+        row = self.execute_untied("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
         if row is None or row[0] <= EXACT_MAX_ROWS:
             return
-        with self._conn.transaction():
+        self.begin(None)
+        try:
             self.lock_schema()
-            if not self._has_index():
-                self._conn.execute(f"CREATE INDEX {HNSW_INDEX} ON memories USING hnsw (embedding vector_cosine_ops)")
-        self._indexed = True
+            self._build_index(team)
+            self.commit()
+        except BaseException:
+            if self.in_transaction:
+                self.rollback()
+            raise
+        self._indexed.add(team)
 
-    def _has_index(self) -> bool:
+    def _build_index(self, team: str) -> None:
+        """In the caller's tx, under the schema lock: ``team``'s partial HNSW index, unless it exists."""
+        if not self._has_index(team_index(team)):
+            self.execute("SET LOCAL statement_timeout = 0")  # a build of minutes is not a stalled statement
+            self.execute_untied(f"CREATE INDEX {team_index(team)} ON memories USING hnsw (embedding vector_cosine_ops) "
+                                f"WHERE team = {team_literal(team)}")
+
+    def upgrade_to_3(self, teams: list[str]) -> None:
+        """Schema 3 (``migrate``), in the caller's tx under the schema lock: the team sizes the first schema
+        lacked, counted again team by team (row-level security), the triggers that allow ``forget``, and no
+        whole-table HNSW index while every team is ranked exactly (the first schema built one for every bank)."""
+        self.execute("ALTER TABLE teams ADD COLUMN IF NOT EXISTS memories BIGINT NOT NULL DEFAULT 0")
+        self.execute(REFUSE)
+        for statement in COUNT.split(";\n")[:2]:
+            self.execute(statement)
+        self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")  # the whole-table index: one per large team now
+        for team in teams:
+            self.use_team(team)
+            n = self.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
+            self.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
+            if n > EXACT_MAX_ROWS:
+                self._build_index(team)
+
+    def team_turn(self, team: str) -> Any:
+        return pool.team_turn(self._shared, self.where, team)
+
+    def forget(self, team: str) -> None:
+        """Delete ``team``'s rows, in the caller's tx for that team: the append-only triggers let this
+        transaction's DELETEs pass (``FORGET_SETTING``, local to it), row-level security keeps them to the team."""
+        self.execute("SELECT set_config(?, 'on', true)", (FORGET_SETTING,))
+        for table in ("decisions", "memories", "groups"):
+            self.execute(f"DELETE FROM {table} WHERE team = ?", (team,))
+        self.execute("UPDATE teams SET memories = 0 WHERE team = ?", (team,))
+        self.execute(f"DROP INDEX IF EXISTS {team_index(team)}")
+        self._indexed.discard(team)
+
+    def _has_index(self, name: str) -> bool:
         """Read from the catalog table, not ``to_regclass``: an advisory lock does not refresh the catalog cache,
         so after waiting for another builder's lock the cache may not know its index yet."""
-        return self._conn.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                                  "AND indexname = %s)", (HNSW_INDEX,)).fetchone()[0]
+        return self.execute("SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                            "AND indexname = ?)", (name,)).fetchone()[0]
 
     # -- statements --------------------------------------------------------------------------
+    def _locals(self, team: str | None) -> tuple[str, list[Any]] | None:
+        """The statement that binds ``team`` (and a non-default ``hnsw.ef_search``) for one transaction."""
+        calls, args = [], []
+        if team is not None:
+            calls.append("set_config(%s, %s, true)")
+            args += [TEAM_SETTING, team]
+        if self._ef_search != HNSW_EF_SEARCH:
+            calls.append("set_config('hnsw.ef_search', %s, true)")
+            args.append(str(self._ef_search))
+        return ("SELECT " + ", ".join(calls), args) if calls else None
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         # () still converts: a doubled "%" is one again. Binary results: a vector then loads with one
         # frombuffer, not by parsing its text (reading 20,000 384-dim vectors: 0.25 s against 1.35 s)
-        return self._conn.execute(to_psycopg(sql), params, binary=True)
+        return self.execute_untied(to_psycopg(sql), params)
+
+    def execute_untied(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """``sql`` in psycopg's placeholders: on the write transaction's connection, or in a short transaction
+        of its own on a borrowed one (the team bound, ``SET LOCAL``); a broken connection is replaced once."""
+        if self._tx is not None:
+            try:
+                return self._tx.execute(sql, params, binary=True)
+            except self._psycopg.Error as err:
+                pool.reraise(err, self.where)
+        bind = self._locals(self._team)
+
+        def run(conn: Any) -> Rows:
+            if bind is None:
+                cur = conn.execute(sql, params, binary=True)
+                return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+            with conn.pipeline():  # one round trip: BEGIN, the binding, the statement, COMMIT
+                conn.execute("BEGIN")
+                conn.execute(*bind)
+                cur = conn.execute(sql, params, binary=True)
+                conn.execute("COMMIT")
+            return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+
+        return pool.with_connection(self._shared, self.where, run)
 
     def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         """One array parameter, however many ids: as-of search at 100k read ~20,000 ids, and
@@ -219,31 +277,63 @@ class PostgresBackend(Backend):
         yield f"{column} = ANY(:ids)", {"ids": list(ids)}
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._conn.cursor() as cur:
-            cur.executemany(to_psycopg(sql), rows)
+        if self._tx is None:
+            raise BankError("executemany outside a write transaction")  # the bank writes in transactions only
+        try:
+            with self._tx.cursor() as cur:
+                cur.executemany(to_psycopg(sql), rows)
+        except self._psycopg.Error as err:
+            pool.reraise(err, self.where)
 
     def begin(self, team: str | None) -> None:
-        self._conn.execute("BEGIN")
+        """Borrow a connection for the transaction; one a restart broke is replaced (nothing was written yet)."""
+        if self._tx is not None:
+            raise BankError("a bank transaction is already open")
         if team is not None:
-            self.use_team(team)
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_SPACE, team))
+            super().use_team(team)  # a bound bank refuses another team before any connection is taken
+
+        def start(conn: Any) -> Any:
+            conn.execute("BEGIN")
+            if team is not None:
+                conn.execute("SELECT set_config(%s, %s, true), pg_advisory_xact_lock(%s, hashtext(%s))",
+                             (TEAM_SETTING, team, LOCK_SPACE, team))
+            return conn
+
+        self._tx, self._tx_team = pool.borrow(self._shared, self.where, start), team
+        if team is not None:
+            self._team = team
+
+    def commit(self) -> None:
+        conn, self._tx = self._tx, None
+        try:
+            conn.execute("COMMIT")
+        except self._psycopg.Error as err:
+            pool.reraise(err, self.where)
+        finally:
+            self._shared.pool.putconn(conn)
 
     def rollback(self) -> None:
-        self._team = None  # a setting changed inside the transaction is undone with it
-        self._conn.execute("ROLLBACK")
+        conn, self._tx = self._tx, None
+        if conn is None:
+            return
+        try:
+            if not pool.broken(conn):
+                conn.execute("ROLLBACK")
+        except self._psycopg.Error:
+            pass  # a lost connection has no transaction left; the pool drops it
+        finally:
+            self._shared.pool.putconn(conn)
 
     @property
     def in_transaction(self) -> bool:
-        return self._conn.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE
+        return self._tx is not None
 
     def use_team(self, team: str) -> None:
         super().use_team(team)
-        if team != self._team:
-            self._set_team(team)
-
-    def _set_team(self, team: str) -> None:
-        self._conn.execute("SELECT set_config(%s, %s, false)", (TEAM_SETTING, team))
         self._team = team
+        if self._tx is not None and team != self._tx_team:
+            self.execute_untied("SELECT set_config(%s, %s, true)", (TEAM_SETTING, team))
+            self._tx_team = team
 
     # -- vectors -----------------------------------------------------------------------------
     def encode_vec(self, vec: np.ndarray) -> np.ndarray:
@@ -277,18 +367,23 @@ class PostgresBackend(Backend):
                 args += [] if arg is None else [arg]
         self.use_team(team)
         ef = min(1000, max(HNSW_EF_SEARCH, n))
-        if ef != self._ef_search:
-            self.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(ef),))
-            self._ef_search = ef
+        if ef != self._ef_search and self._tx is not None:
+            self.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(ef),))
+        self._ef_search = ef  # outside a transaction: bound with the team in each statement's (``_locals``)
         qv, cond = self.encode_vec(q), " AND ".join(where)
 
-        def read(tail: str, *extra: Any) -> list[tuple]:
-            return self.execute(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
-                                f"FROM memories WHERE {cond} {tail}", (qv, *args, *extra)).fetchall()
+        def read(tail: str, *extra: Any, own_index: bool = False) -> list[tuple]:
+            sql = to_psycopg(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
+                             f"FROM memories WHERE {cond} {tail}")
+            if not own_index:
+                return self.execute_untied(sql, (qv, *args, *extra)).fetchall()
+            # the team as a literal, so the planner can match the team's partial index (not a parameter)
+            sql = sql.replace("team = %s", f"team = {team_literal(team).replace('%', '%%')}", 1)
+            return self.execute_untied(sql, (qv, *args[1:], *extra)).fetchall()
 
         exact = "ORDER BY (embedding <=> ?) + 0 LIMIT ?"  # "+ 0": an order the index cannot give, so a scan
         large = self._team_size(team) > EXACT_MAX_ROWS
-        rows = read("ORDER BY embedding <=> ? LIMIT ?" if large else exact, qv, n)
+        rows = read("ORDER BY embedding <=> ? LIMIT ?", qv, n, own_index=True) if large else read(exact, qv, n)
         if len(rows) < n and large:
             rows = read(exact, qv, n)
         if k > 0 and len(rows) == n and rows[-1][6] - rows[k - 1][6] <= TIE_EPS:
@@ -306,7 +401,11 @@ class PostgresBackend(Backend):
         return size
 
     def close(self) -> None:
-        self._conn.close()
+        if self._tx is not None:
+            self.rollback()
+        if self._shared is not None:
+            self._shared = None
+            pool.release(self.location)
 
 
 def fresh_schema(url: str, schema: str) -> str:

@@ -50,6 +50,22 @@ class ScratchPostgres:
         self._server.psql(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE} OWNER {ROLE};")
         return self._server.get_uri(database=name).replace("://postgres:@", f"://{ROLE}@", 1)
 
+    def pause(self) -> None:
+        """Stop the server as an operator's restart does (``pg_ctl stop -m fast``: sessions are ended)."""
+        from pgserver._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self._server.pgdata, user=self._server.system_user)
+
+    def resume(self) -> None:
+        """Start it again on the same socket folder, waiting until it accepts connections."""
+        from urllib.parse import parse_qs, urlsplit
+
+        from pgserver._commands import pg_ctl
+
+        socket_dir = parse_qs(urlsplit(self._server.get_uri()).query)["host"][0]
+        pg_ctl(["-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(self._server.log), "start"],
+               pgdata=self._server.pgdata, user=self._server.system_user, timeout=30)
+
     def stop(self) -> None:
         self._server.cleanup()
         shutil.rmtree(self.root, ignore_errors=True)

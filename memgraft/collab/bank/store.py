@@ -89,10 +89,10 @@ class MemoryBank(BankSearch):
     def _bind_embedder(self) -> tuple[str | None, int | None]:
         """Record the embedder on first use; refuse a different one later (its vectors would not compare)."""
         meta = self._meta()
-        if meta.get("schema_version") == "1":
-            meta = self._upgrade_from_1()
         if meta.get("schema_version") != SCHEMA_VERSION:
-            raise BankError(f"{self.where}: bank schema {meta.get('schema_version')}, this code reads {SCHEMA_VERSION}")
+            from memgraft.collab.bank.migrate import upgrade  # each released schema's step, in order
+
+            meta = upgrade(self, meta)
         if self.embedder is None:
             return meta.get("embedder"), (int(meta["dim"]) if "dim" in meta else None)
         name, dim = self.embedder.name, int(self.embedder.dim)
@@ -127,7 +127,7 @@ class MemoryBank(BankSearch):
                 for team in self.teams():  # row-level security on PostgreSQL: one team at a time
                     self._team_db(team).execute("UPDATE memories SET original_embedding = embedding "
                                                 "WHERE team = ? AND maintained = original", (team,))
-                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
+                db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
         return self._meta()
 
     def _meta(self) -> dict[str, str]:
@@ -194,6 +194,11 @@ class MemoryBank(BankSearch):
                     self._tx = None
             self._after_commit(tx, version)
             self._db.after_group(group.team)
+
+    def team_turn(self, team: str) -> Any:
+        """Hold while planning and writing one group of ``team``: other processes' writers of the team wait,
+        so none plans against a state about to change (a no-op on SQLite)."""
+        return self._db.team_turn(team)
 
     def apply_group(self, group: MemoryGroup, decisions: Sequence[Decision] = ()) -> None:
         """Add a group's memories and its precomputed decisions in one transaction."""

@@ -105,18 +105,22 @@ class Updater:
             return report
         usage = getattr(self.policy, "usage", None)
         before = usage.copy() if isinstance(usage, Usage) else None
-        for attempt in range(PLAN_ATTEMPTS):
-            decisions, n_history = self.plan(group)
-            try:
-                self.bank.apply_group(group, decisions)
-                break
-            except GroupAlreadyApplied:  # another process applied it meanwhile: theirs stands
+        with self.bank.team_turn(group.team) as turn:  # other processes' writers of the team wait for this group
+            if turn and self.bank.is_applied(group.team, group.group_id):  # applied by one while this one waited
                 report.skipped = True
-                decisions = []
-                break
-            except StaleDecision:
-                if attempt + 1 == PLAN_ATTEMPTS:
-                    raise
+                return report
+            for attempt in range(PLAN_ATTEMPTS):
+                decisions, n_history = self.plan(group)
+                try:
+                    self.bank.apply_group(group, decisions)
+                    break
+                except GroupAlreadyApplied:  # another process applied it meanwhile: theirs stands
+                    report.skipped = True
+                    decisions = []
+                    break
+                except StaleDecision:
+                    if attempt + 1 == PLAN_ATTEMPTS:
+                        raise
         report.decisions, report.n_history = decisions, n_history
         if before is not None and isinstance(usage, Usage):
             report.usage = usage.minus(before)

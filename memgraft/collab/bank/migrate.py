@@ -1,0 +1,50 @@
+"""Each released schema of a bank, and the upgrade from it: a bank opened by newer code is brought up to date.
+
+Why a module: every schema change bumps ``SCHEMA_VERSION`` and ships its step here,
+so a bank made by any released version opens (tests/test_collab_bank_migrate.py
+builds one of each, the first PostgreSQL schema included); a version this code does
+not know, a newer one above all, is refused in words, not met later as a missing column.
+
+- 1: the first schema. Its first PostgreSQL form (79e08a1) lacked ``teams.memories``
+  (the team sizes that pick exact or HNSW search) and built an HNSW index over the
+  whole table when the embedder was bound.
+- 2: ``memories.original_embedding`` (``MemoryBank._upgrade_from_1``). A PostgreSQL
+  bank of 79e08a1 upgraded to 2 still had no ``teams.memories``: every search failed.
+- 3: PostgreSQL: ``teams.memories`` and its trigger made sure of and recounted, the
+  whole-table HNSW index of the first schema dropped while no team needs it, and the
+  append-only triggers let one transaction delete one team's rows (``forget``).
+  SQLite: no change but the number.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memgraft.collab.bank.errors import BankError, SchemaTooNew
+from memgraft.collab.bank.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.store import MemoryBank
+
+KNOWN = ("1", "2", "3")
+
+
+def upgrade(bank: "MemoryBank", meta: dict[str, str]) -> dict[str, str]:
+    """``meta`` after bringing the bank to ``SCHEMA_VERSION``, one released step at a time."""
+    version = meta.get("schema_version")
+    if version not in KNOWN:
+        if version is not None and version.isdigit() and int(version) > int(SCHEMA_VERSION):
+            raise SchemaTooNew(f"{bank.where}: bank schema {version} was written by newer code; this code reads "
+                               f"schemas {KNOWN[0]} to {SCHEMA_VERSION}: upgrade memgraft to open it")
+        raise BankError(f"{bank.where}: bank schema {version}, this code reads schemas {KNOWN[0]} to "
+                        f"{SCHEMA_VERSION}")
+    if version == "1":
+        meta = bank._upgrade_from_1()
+    if meta.get("schema_version") == "2":
+        with bank.transaction() as db:
+            db.lock_schema()
+            if bank._meta().get("schema_version") == "2":  # another process may have upgraded it meanwhile
+                db.upgrade_to_3(bank.teams())
+                db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        meta = bank._meta()
+    return meta

@@ -1,0 +1,97 @@
+"""The PostgreSQL bank's DDL: SQLite's tables (``schema.TABLES``) with identity and vector columns, triggers that
+refuse what SQLite's refuse, row-level security per team, and the names of each large team's HNSW index.
+
+Why apart from ``postgres``: the DDL is what ``migrate`` upgrades from and to, and is read in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from memgraft.collab.bank.errors import BankError
+from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
+
+LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
+SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
+
+TEAM_SETTING = "memgraft.team"
+HNSW_INDEX = "memories_hnsw"  # the prefix of each large team's own index (``team_index``); schemas 1-2: one for all
+ROW_TABLES = ("groups", "memories", "decisions")
+
+FORGET_SETTING = "memgraft.forget"  # 'on' in one transaction: the triggers let it DELETE (``forget``), never TRUNCATE
+# Schema 3 (``migrate``): a DELETE in a transaction that set FORGET_SETTING passes; anything else is refused.
+REFUSE = f"""CREATE OR REPLACE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN IF TG_OP = 'DELETE' AND current_setting('{FORGET_SETTING}', true) = 'on' THEN RETURN NULL; END IF;
+    RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
+"""
+COUNT = """CREATE OR REPLACE FUNCTION memgraft_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    UPDATE teams t SET memories = t.memories + n.c FROM (SELECT team, COUNT(*) AS c FROM new_rows GROUP BY team) n
+    WHERE t.team = n.team; RETURN NULL; END $$;
+CREATE OR REPLACE TRIGGER memories_counted AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_count();
+"""
+SCHEMA = TABLES.format(team_count=", memories BIGINT NOT NULL DEFAULT 0",  # kept by memories_counted
+                       rowid="\n    rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",  # SQLite's rowid: write order
+                       vector="vector", seq="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY") + """
+{refuse}CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON decisions
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('decisions are append-only');
+CREATE TRIGGER memories_no_delete BEFORE DELETE OR TRUNCATE ON memories
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('memories are never deleted');
+CREATE TRIGGER memories_keep_original BEFORE UPDATE OF team, memory_id, group_id, type, author, original, time
+    ON memories FOR EACH STATEMENT
+    EXECUTE FUNCTION memgraft_refuse('a memory''s original text and provenance never change');
+{count}CREATE TRIGGER groups_no_delete BEFORE DELETE OR TRUNCATE ON groups
+    FOR EACH STATEMENT EXECUTE FUNCTION memgraft_refuse('applied groups are never forgotten');
+""".replace("{refuse}", REFUSE).replace("{count}", COUNT) + "".join(f"""
+ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
+CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
+    WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
+
+
+def team_index(team: str) -> str:
+    """The name of ``team``'s own HNSW index (a hash: any team name, within PostgreSQL's 63 characters)."""
+    return f"{HNSW_INDEX}_{hashlib.sha1(team.encode()).hexdigest()[:20]}"
+
+
+def team_literal(team: str) -> str:
+    """``team`` as an SQL string literal (standard_conforming_strings, PostgreSQL's default since 9.1)."""
+    return "'" + team.replace("'", "''") + "'"
+
+
+# Read from pg_class with this statement's snapshot: ``to_regclass`` answers from the session's catalog cache,
+# which may not yet show tables another process committed while we waited for the lock.
+HAS_SCHEMA = ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+              "ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND n.nspname = current_schema())")
+
+
+def check_role(conn: Any, where: str) -> None:
+    row = conn.execute("SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
+    if row[1]:
+        raise BankError(f"{where} connects as {row[0]!r}, a role that bypasses row-level security, so "
+                        f"teams would not be kept apart: connect as an ordinary role (no SUPERUSER, no "
+                        f"BYPASSRLS) that owns the bank's tables")
+
+
+def ensure_vector(conn: Any, where: str) -> None:
+    import psycopg
+
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return
+    try:
+        with conn.transaction():  # under the schema lock: concurrent CREATE EXTENSIONs collide
+            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as err:
+        raise BankError(f"{where} lacks the pgvector extension and this role cannot add it ({err}); "
+                        f"a superuser must run CREATE EXTENSION vector in that database") from None
+
+
+def create_schema_on(conn: Any) -> None:
+    """Create the tables once, in the caller's tx (under the schema lock: two processes may open a new bank at
+    once)."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, SCHEMA_LOCK))
+    if not conn.execute(HAS_SCHEMA).fetchone()[0]:
+        conn.execute(SCHEMA)
+        conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
