@@ -7,6 +7,8 @@ for this service), a ``k`` or ``max_tokens`` over its cap is 422.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from memgraft.collab.types import MemoryGroup
 from serving.settings import ServingSettings
 
@@ -19,7 +21,8 @@ class OverLimit(ValueError):
     """A number over its cap (``k``, ``max_tokens``): 422."""
 
 
-def check_group(serving: ServingSettings, group: MemoryGroup) -> None:
+def check_group(serving: ServingSettings, group: MemoryGroup, now: datetime | None = None) -> None:
+    check_time(serving, group, now)
     n, cap = len(group.memories), serving.max_group_memories
     if n > cap:
         raise TooLarge(f"a group holds at most {cap} memories (serving.max_group_memories); this one has {n}: "
@@ -29,6 +32,18 @@ def check_group(serving: ServingSettings, group: MemoryGroup) -> None:
         if len(m.content) > cap:
             raise TooLarge(f"memory {m.memory_id!r} has {len(m.content)} characters, over serving.max_memory_chars "
                            f"({cap})")
+
+
+def check_time(serving: ServingSettings, group: MemoryGroup, now: datetime | None = None) -> None:
+    """A group dated past the server's clock by more than ``serving.max_future_s``: 422. Groups apply in time
+    order, so a group dated far ahead would leave the team unable to write anything dated before it."""
+    now = now or datetime.now(timezone.utc)
+    when = group.time if group.time.tzinfo else group.time.replace(tzinfo=timezone.utc)
+    ahead = (when - now).total_seconds()
+    if ahead > serving.max_future_s:
+        limit = now + timedelta(seconds=serving.max_future_s)
+        raise OverLimit(f"a group's time is at most serving.max_future_s ({serving.max_future_s:g} s) ahead of the "
+                        f"server's clock: dated after {limit.isoformat(timespec='seconds')}, this one is refused")
 
 
 def check_k(serving: ServingSettings, k: int, field: str = "k") -> None:
