@@ -8,15 +8,21 @@ while another's short call answers.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 
 from memgraft.models.reranker import CosineReranker
 from serving.access import Access
+from serving import schemas
 from serving.api import create_api, serve_state
+from serving.mcp import build_server
+from serving.mcp_strict import strict_tool
 from serving.service import Models, Service
 from serving.settings import load_profile
 from tests.doubles import HashEmbedder, ScriptedLLM
@@ -66,3 +72,213 @@ def test_a_group_dated_past_max_future_s_is_422_and_the_team_can_still_write(api
         assert r.json()["error"] == "OverLimit" and "9999" not in r.text
     assert api.post("/v1/teams/lab/groups", json=_group("soon", now + timedelta(hours=1)), headers=LAB).status_code == 200
     assert api.post("/v1/teams/lab/groups", json=_group("later", now + timedelta(hours=2)), headers=LAB).status_code == 200
+
+
+# -- errors: always JSON with `error`, never the request's values ------------------------------
+
+
+def test_every_error_body_has_error_and_echoes_nothing(api):
+    secret = "9999-12-31T23:59:59-12:00"
+    assert api.post("/v1/teams/lab/groups", json=_group("g1", "2025-01-01T00:00:00"), headers=LAB).status_code == 200
+    r = api.get("/v1/teams/lab/memories", params={"as_of": secret}, headers=LAB)
+    assert r.status_code == 422 and "input_value" not in r.text and secret not in r.text, r.text
+    assert r.json()["error"] == "ValidationError" and r.json()["detail"].startswith("time is outside the calendar")
+    answers = [
+        r,
+        api.post("/v1/teams/lab/groups", content=b'{"team": "\xff\xfe"}', headers={**LAB, "content-type": "application/json"}),
+        api.post("/v1/teams/lab/groups", content=b'{"team": ', headers={**LAB, "content-type": "application/json"}),
+        api.post("/v1/teams/lab/groups", content=b"x" * (4 << 20), headers={**LAB, "content-type": "application/json"}),
+        api.post("/v1/teams/lab/search", json={"query": "q", "as_of": "SECRET-as-of"}, headers=LAB),
+        api.get("/nowhere"), api.put("/v1/teams/lab/groups", headers=LAB),
+    ]
+    assert [a.status_code for a in answers] == [422, 400, 422, 413, 422, 404, 405]
+    for a in answers:
+        assert a.headers["content-type"] == "application/json" and a.json()["error"], a.text
+        assert "SECRET" not in a.text and "input_value" not in a.text and "\\xff" not in a.text
+    assert answers[3].json()["error"] == "TooLarge" and "serving.max_body_bytes" in answers[3].json()["detail"]
+
+
+def test_the_page_sends_a_content_security_policy_and_every_answer_nosniff(api):
+    for path in ["/ui/", "/ui/app.js", "/ui/style.css"]:
+        r = api.get(path)
+        assert r.status_code == 200 and "default-src 'self'" in r.headers["content-security-policy"]
+        assert r.headers["x-content-type-options"] == "nosniff"
+    r = api.get("/healthz")
+    assert r.headers["x-content-type-options"] == "nosniff" and "content-security-policy" not in r.headers
+
+
+def test_mcp_tools_refuse_unknown_arguments_without_echoing_values():
+    async def add(team: str, group: schemas.GroupRequest) -> str:
+        return "ok"
+
+    tool = strict_tool(add, description="add")
+    assert tool.parameters["additionalProperties"] is False
+    good = _group("g1", "2025-01-01T00:00:00")
+    assert set(tool.fn_metadata.validate_arguments({"team": "lab", "group": good})) == {"team", "group"}
+    with pytest.raises(ValidationError) as err:
+        tool.fn_metadata.validate_arguments({"team": "lab", "group": {**good, "time": "SECRET"}, "bogus": "SECRET2"})
+    assert "bogus" in str(err.value) and "Extra inputs" in str(err.value) and "SECRET" not in str(err.value)
+
+    class Gate:  # build_server only needs the gate when a tool runs
+        service = None
+
+    server = build_server(Gate())
+    tools = asyncio.run(server.list_tools())
+    assert len(tools) == 6 and all(t.input_schema.get("additionalProperties") is False for t in tools)
+
+
+# -- the LLM, shared fairly ---------------------------------------------------------------------
+
+
+def test_a_prompt_over_the_context_less_max_tokens_is_413_naming_the_limit(service, api):
+    service.models.llm.context_tokens = 256  # the double stands for a model of a 256-token context
+    hi = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
+    assert api.post("/v1/chat/completions", json=hi, headers=LAB).status_code == 200
+    long = {"messages": [{"role": "user", "content": f"message {i}"} for i in range(200)], "max_tokens": 8}
+    r = api.post("/v1/chat/completions", json=long, headers=LAB)
+    assert r.status_code == 413 and r.json()["error"] == "PromptTooLong", r.text
+    assert "context is 256 tokens" in r.json()["detail"] and "at most 248" in r.json()["detail"]
+    assert "SmolLM2" in r.json()["detail"] or "tokenizer" in r.json()["detail"] or "estimate" in r.json()["detail"]
+    near = {"messages": [{"role": "user", "content": "word " * 200}], "max_tokens": 64}  # fits alone, not with 64 more
+    assert api.post("/v1/chat/completions", json={**near, "max_tokens": 1}, headers=LAB).status_code == 200
+    assert api.post("/v1/chat/completions", json=near, headers=LAB).status_code == 413
+    assert len(service.models.llm.requests) == 2  # the refused prompts never reached the model
+
+
+def test_one_teams_slow_call_does_not_hold_another_teams_short_one(tmp_path, settings):
+    import threading
+
+    import httpx
+
+    held, release = threading.Event(), threading.Event()
+
+    def script(request):
+        if "long task" in request.messages[-1]["content"]:
+            held.set()
+            assert release.wait(60), "the test never released the slow call"
+            return "slow reply"
+        return "quick reply"
+
+    service = _service(tmp_path, settings, llm=ScriptedLLM(script))
+
+    async def run():
+        app = serve_state(create_api(), service, service.access)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", timeout=60) as c:
+            slow = asyncio.create_task(c.post("/v1/chat/completions", headers=LAB, json={
+                "messages": [{"role": "user", "content": "a long task"}], "max_tokens": 64}))
+            assert await asyncio.to_thread(held.wait, 30)  # team A's call is inside the model now
+            quick = await c.post("/v1/chat/completions", headers=OPS, json={
+                "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8})
+            still_held = not slow.done()
+            release.set()
+            return quick, still_held, await slow
+
+    try:
+        quick, still_held, slow = asyncio.run(run())
+    finally:
+        release.set()
+        service.close()
+    assert quick.status_code == 200 and quick.json()["choices"][0]["message"]["content"] == "quick reply"
+    assert still_held  # B answered while A's call was held
+    assert slow.status_code == 200 and slow.json()["choices"][0]["message"]["content"] == "slow reply"
+
+
+def test_the_llm_deployment_answers_a_short_call_beside_a_held_batch_and_stops_a_cancelled_one(settings, monkeypatch):
+    """The LLM deployment's class, outside Serve: team A's long call holds one batch, team B's short call gets
+    another (one batch at a time kept B waiting for A, past B's own timeout); a cancelled caller's rows get a
+    deadline of now, which the backend's stopping criterion reads at every token."""
+    import threading
+    import time as clock
+
+    import ray.serve.batching as batching
+
+    from memgraft.models.llm.base import ChatRequest, Completion
+    from serving.llm import LLMDeployment
+    from serving.settings import Batching
+
+    # it reads the replica's max_ongoing_requests to log a warning, which needs a running Serve replica
+    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+    release = threading.Event()
+
+    class Held:
+        name = "held"
+
+        def generate(self, requests):
+            for r in requests:
+                while "long" in r.messages[0]["content"] and not release.is_set() and (
+                        r.deadline is None or clock.time() < r.deadline):
+                    clock.sleep(0.005)  # a decoding step; the real backend checks the deadline between tokens
+            return [Completion("done", 1, 1) for _ in requests]
+
+    deployment = LLMDeployment.func_or_class(settings, Batching(max_batch_size=4, batch_wait_timeout_s=0.001),
+                                             llm_factory=lambda _s: Held())
+
+    def ask(text: str) -> ChatRequest:
+        return ChatRequest([{"role": "user", "content": text}])
+
+    async def run():
+        long = asyncio.create_task(deployment.generate([ask("a long task")]))
+        await asyncio.sleep(0.05)  # A's batch is decoding
+        short = await asyncio.wait_for(deployment.generate([ask("Hi")]), 30)
+        a_still_held = not long.done()
+        cancelled = ask("another long task")
+        gone = asyncio.create_task(deployment.generate([cancelled]))
+        await asyncio.sleep(0.05)
+        gone.cancel()
+        await asyncio.sleep(0.01)
+        release.set()
+        return short, a_still_held, cancelled.deadline, await long
+
+    try:
+        short, a_still_held, deadline, long = asyncio.run(run())
+    finally:
+        release.set()
+    assert [c.text for c in short] == ["done"] and a_still_held
+    assert deadline == 0.0 and [c.text for c in long] == ["done"]
+
+
+def test_the_transformers_backend_stops_a_row_at_its_deadline_and_refuses_an_overlong_prompt(settings):
+    import time as clock
+
+    from memgraft.models.llm.base import ChatRequest, PromptTooLong
+    from memgraft.models.llm.transformers_backend import TransformersLLM
+
+    llm = TransformersLLM.from_settings(settings)
+    assert llm.context_tokens and llm.context_tokens >= 2048
+    gone = ChatRequest([{"role": "user", "content": "Count from one to one thousand."}], max_new_tokens=12,
+                       temperature=0.0, deadline=clock.time() - 1)  # its caller gave up already; same batch
+    kept = ChatRequest([{"role": "user", "content": "Count from one to one thousand."}], max_new_tokens=12,
+                       temperature=0.0)
+    cut, whole = llm.generate([gone, kept])
+    assert cut.finish_reason == "timeout" and cut.completion_tokens <= 2, cut
+    assert whole.finish_reason in ("length", "stop") and whole.completion_tokens > 2, whole
+    too_long = ChatRequest([{"role": "user", "content": "word " * llm.context_tokens}], max_new_tokens=8)
+    with pytest.raises(PromptTooLong, match="context is"):
+        llm.generate([too_long])
+
+
+def test_the_token_counter_loads_once_when_many_threads_ask_at_once(tmp_path):
+    """In a fresh interpreter (transformers not imported yet), as the ingress's first concurrent requests are:
+    the lazy import raced and one thread fell back to 4 characters a token for good."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, threading
+from memgraft.config import load_settings
+from memgraft.models.llm.tokens import TokenizerCounter, token_counter
+s = load_settings("local")
+barrier, got = threading.Barrier(8), []
+def ask():
+    barrier.wait()
+    got.append(token_counter(s.models.llm, str(s.cache_path)))
+threads = [threading.Thread(target=ask) for _ in range(8)]
+[t.start() for t in threads]; [t.join() for t in threads]
+assert len(got) == 8 and all(g is got[0] for g in got), got
+assert isinstance(got[0], TokenizerCounter), got[0].name
+print("ok", got[0].name)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(Path(__file__).resolve().parent.parent))
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+    assert "no tokenizer" not in done.stderr
