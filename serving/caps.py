@@ -10,7 +10,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from memgraft.collab.types import MemoryGroup
+from memgraft.models.llm.base import check_fits
+from memgraft.models.llm.tokens import TokenCounter
 from serving.settings import ServingSettings
+
+
+_MESSAGE_TOKENS = 3  # a chat template's markers around each message (SmolLM2's: "<|im_start|>", role, newline)
 
 
 class TooLarge(ValueError):
@@ -57,3 +62,13 @@ def chat_tokens(serving: ServingSettings, max_tokens: int | None) -> int:
     if max_tokens is not None and max_tokens > cap:
         raise OverLimit(f"max_tokens is at most {cap} (serving.max_chat_tokens), not {max_tokens}")
     return cap if max_tokens is None else max_tokens
+
+
+def check_prompt(counter: TokenCounter, messages: list[tuple[str, str]], max_tokens: int,
+                 context_tokens: int | None) -> None:
+    """A chat prompt longer than the model's context less ``max_tokens``: 413, counted with the model's
+    tokenizer, before it reaches the LLM (a 30,000-token prompt held the model for every team for minutes)."""
+    if context_tokens is None:
+        return
+    total = sum(counter.count(content) + counter.count(role) + _MESSAGE_TOKENS for role, content in messages)
+    check_fits(total, max_tokens, context_tokens, f"counted with {counter.name}")

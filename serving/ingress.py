@@ -40,7 +40,8 @@ class Ingress:
             llm_proxy: Any = ServeLLMProxy(llm, settings, timeout)
             self._chat: Chat | None = lambda body: forward_chat(llm, body.model_dump(exclude_none=True))
         else:
-            llm_proxy, self._chat = LLMProxy(llm, (await llm.info.remote())["name"], timeout), None
+            info = await llm.info.remote()
+            llm_proxy, self._chat = LLMProxy(llm, info["name"], timeout, info.get("context_tokens")), None
         scorer_proxy = None
         if scorer is not None:
             scorer_proxy = ScorerProxy(scorer, (await scorer.info.remote())["dim"], serving.scorer_path or "", timeout)

@@ -11,6 +11,8 @@ the replica's event loop.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -29,12 +31,17 @@ class _Proxy:
 class LLMProxy(_Proxy):
     """``LLM``: a batch of chat requests, decoded by the LLM deployment (which batches across callers)."""
 
-    def __init__(self, handle: Any, name: str, timeout_s: float | None = None):
+    def __init__(self, handle: Any, name: str, timeout_s: float | None = None, context_tokens: int | None = None):
         super().__init__(handle, timeout_s)
-        self.name = name
+        self.name, self.context_tokens = name, context_tokens
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return list(self._call("generate", list(requests))) if requests else []
+        if not requests:
+            return []
+        # The deployment stops decoding when this call gives up waiting, instead of generating for nobody.
+        deadline = None if self.timeout_s is None else time.time() + self.timeout_s
+        sent = [r if r.deadline is not None or deadline is None else replace(r, deadline=deadline) for r in requests]
+        return list(self._call("generate", sent))
 
 
 class EmbedderProxy(_Proxy):
