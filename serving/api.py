@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 
 from serving import caps, chat, errors, mcp_http, reads, schemas, webpage
 from serving.access import Access
+from serving.budget import Budget
 from serving.deps import AccessDep, Graph, ServiceDep, Team, Token, TraceId
 from serving.deps import token_of as _token
 from serving.headers import SecurityHeaders
@@ -68,7 +69,12 @@ def create_api() -> FastAPI:
         """Run one time-aligned memory group through the updater; returns every maintenance decision."""
         access.require_team(_token(token), team)
         async with _writer(api, team):
-            return await asyncio.to_thread(service.add_group, team, group)
+            budget = Budget(service.serving.write_timeout_s)
+            try:
+                return await asyncio.to_thread(service.add_group, team, group, budget)
+            except asyncio.CancelledError:  # the client left (Serve cancels its request): the write stops uncommitted
+                budget.cancelled.set()
+                raise
 
     @api.post("/v1/teams/{team}/search", response_model=schemas.SearchResponse, tags=["teams"])
     async def search(team: Team, body: schemas.SearchRequest, service: ServiceDep, access: AccessDep,

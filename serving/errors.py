@@ -31,6 +31,7 @@ from memgraft.models.llm.base import PromptTooLong
 from memgraft.models.llm.openai_backend import LLMServerError
 from memgraft.models.llm.session import StructuredOutputError
 from serving.access import Forbidden, Unauthorized
+from serving.budget import WriteCancelled, WriteTimeout
 from serving.caps import OverLimit, TooLarge
 from serving.chat import Unsupported
 from serving.names import BadName
@@ -51,7 +52,7 @@ STATUS: dict[type[BaseException], int] = {
     ValueError: 400,
     BadName: 422, TeamMismatch: 422, Unsupported: 422, ValidationError: 422, OverLimit: 422,
     StructuredOutputError: 502, LLMServerError: 502,
-    Busy: 503, StaleDecision: 503, sqlite3.OperationalError: 503,
+    Busy: 503, StaleDecision: 503, sqlite3.OperationalError: 503, WriteTimeout: 503, WriteCancelled: 503,
     TimeoutError: 504,
 }
 

@@ -37,6 +37,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 from serving import caps, schemas
+from serving.budget import Budget, bounded, checked, checkpoint
 from serving.memo import SharedMemoEmbedder
 from serving.names import bank_path, banks_url, graph_path, trace_path
 from serving.settings import ServingSettings
@@ -153,6 +154,7 @@ class Service:
             m = self.models
             memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
             bank = _open_bank(team, location, memo, bound=True)
+            bank.apply_group = checked(bank.apply_group)  # a write past its budget commits nothing
             if not create and url is not None and not bank.teams():
                 bank.close()
                 raise NotFound(f"team {team!r} has no memories yet (add a group first)")
@@ -174,12 +176,16 @@ class Service:
     def semantic_source(self, memory: CollabMemory) -> str:
         return memory.semantic_source
 
-    def add_group(self, team: str, group: MemoryGroup) -> schemas.GroupResponse:
+    def add_group(self, team: str, group: MemoryGroup, budget: Budget | None = None) -> schemas.GroupResponse:
+        """``budget``: the write's deadline and cancel flag (default: ``serving.write_timeout_s`` from now)."""
         if group.team != team:
             raise TeamMismatch(f"the group's team {group.team!r} does not match the URL's team {team!r}")
         caps.check_group(self.serving, group)
         memory = self.team(team, create=True)
-        with self.writer(team):
+        budget = budget or Budget(self.serving.write_timeout_s)
+        budget.what = f"team {team!r}'s group"
+        with self.writer(team), bounded(budget):
+            budget.check()  # it may have waited its turn past the deadline, or its client left meanwhile
             report = self._apply(memory, group)
         if report.skipped:
             raise AlreadyApplied(f"team {team!r}: group {group.group_id!r} is already applied")
@@ -204,6 +210,7 @@ class Service:
                     raise Busy(f"team {group.team!r}: the bank is busy ({err}); nothing was written, "
                                f"send it again") from None
             time.sleep(min(0.05 * 2 ** attempt, 1.0))
+            checkpoint()
         raise AssertionError("unreachable")
 
     def search(self, team: str, body: schemas.SearchRequest) -> schemas.SearchResponse:

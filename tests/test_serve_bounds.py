@@ -282,3 +282,80 @@ print("ok", got[0].name)
                           cwd=str(Path(__file__).resolve().parent.parent))
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
     assert "no tokenizer" not in done.stderr
+
+
+# -- a write's budget -------------------------------------------------------------------------
+
+
+class _HeldEmbedder(HashEmbedder):
+    """Embeds a text that says "slow" only once ``release`` is set (and after ``pause_s``): a write held mid-plan."""
+
+    def __init__(self, pause_s: float = 0.0):
+        super().__init__()
+        import threading
+
+        self.entered, self.release, self.pause_s = threading.Event(), threading.Event(), pause_s
+
+    def encode(self, texts):
+        if any("slow" in t for t in texts):
+            self.entered.set()
+            assert self.release.wait(60), "the test never released the embedder"
+            if self.pause_s:
+                import time as clock
+
+                clock.sleep(self.pause_s)  # the write's budget passes while the model "thinks"
+        return super().encode(texts)
+
+
+def _held_service(tmp_path, settings, embedder, overrides=()):
+    service = _service(tmp_path, settings, overrides=overrides)
+    service.models.embedder = embedder
+    service.models.reranker = CosineReranker(embedder)
+    return service
+
+
+def test_a_write_past_write_timeout_s_is_503_and_writes_nothing(tmp_path, settings):
+    embedder = _HeldEmbedder(pause_s=0.3)
+    embedder.release.set()
+    service = _held_service(tmp_path, settings, embedder, ["serving.write_timeout_s=0.1"])
+    try:
+        api = TestClient(serve_state(create_api(), service, service.access))
+        r = api.post("/v1/teams/lab/groups", json=_group("g1", "2025-01-01T00:00:00", "a slow note", "another note"),
+                     headers=LAB)
+        assert r.status_code == 503 and r.json()["error"] == "WriteTimeout", r.text
+        assert "serving.write_timeout_s" in r.json()["detail"] and r.headers["retry-after"]
+        bank = service.team("lab").bank
+        assert not bank.is_applied("lab", "g1") and bank.memories("lab") == []
+        assert api.post("/v1/teams/lab/groups", json=_group("g2", "2025-01-02T00:00:00"), headers=LAB).status_code == 200
+    finally:
+        service.close()
+
+
+def test_a_client_that_goes_away_cancels_its_write_before_the_commit(tmp_path, settings):
+    import httpx
+
+    embedder = _HeldEmbedder()
+    service = _held_service(tmp_path, settings, embedder)
+
+    async def run():
+        app = serve_state(create_api(), service, service.access)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", timeout=60) as c:
+            post = asyncio.create_task(c.post("/v1/teams/lab/groups", headers=LAB, json=_group(
+                "g1", "2025-01-01T00:00:00", "a slow note", "another note")))
+            assert await asyncio.to_thread(embedder.entered.wait, 30)  # the write is planning, held in the model
+            post.cancel()  # the client disconnects (Serve cancels the request the same way)
+            with pytest.raises(asyncio.CancelledError):
+                await post
+            embedder.release.set()
+            # the next write of the team waits for the cancelled one's thread to give up its turn
+            return await c.post("/v1/teams/lab/groups", headers=LAB, json=_group("g2", "2025-01-02T00:00:00"))
+
+    try:
+        after = asyncio.run(run())
+        assert after.status_code == 200, after.text
+        bank = service.team("lab").bank
+        assert not bank.is_applied("lab", "g1") and bank.is_applied("lab", "g2")
+        assert {m.memory_id for m in bank.memories("lab")} == {"g2-m0", "g2-m1"}
+    finally:
+        embedder.release.set()
+        service.close()
