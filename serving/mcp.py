@@ -33,6 +33,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from serving import errors, schemas
+from serving.budget import Budget
 from serving.mcp_strict import strict_tool
 from serving.names import NAME, TRACE
 from serving.service import Service
@@ -124,7 +125,12 @@ def build_server(gate: Gate, name: str = "memgraft") -> MCPServer:
         with _as(ToolError):
             gate.team(ctx, team)
             async with gate.write_turn(team):
-                return await run(gate.service.add_group, team, group)
+                budget = Budget(gate.service.serving.write_timeout_s)
+                try:
+                    return await run(gate.service.add_group, team, group, budget)
+                except asyncio.CancelledError:  # the agent's call was cancelled: the write stops uncommitted
+                    budget.cancelled.set()
+                    raise
 
     @tool()
     async def answer_from_memories(team: Team, question: Query, ctx: Context, as_of: AsOf = None
