@@ -21,7 +21,7 @@ from ray import serve
 from memgraft.config import Settings
 from serving.access import Access
 from serving.api import Chat, create_api, serve_state
-from serving.proxies import EmbedderProxy, LLMProxy, RerankerProxy, ScorerProxy
+from serving.proxies import EmbedderProxy, LLMProxy, PairEncoderProxy, RerankerProxy, ScorerProxy
 from serving.service import Models, Service
 from serving.settings import ServingSettings
 
@@ -47,7 +47,8 @@ class Ingress:
             scorer_proxy = ScorerProxy(scorer, (await scorer.info.remote())["dim"], serving.scorer_path or "", timeout)
         models = Models(llm=llm_proxy, embedder=EmbedderProxy(embedder, e["name"], e["dim"], timeout),
                         reranker=RerankerProxy(reranker, r["name"], r["is_cross_encoder"], timeout),
-                        scorer=scorer_proxy, scorer_source=serving.scorer_path)
+                        scorer=scorer_proxy, scorer_source=serving.scorer_path,
+                        pair_encoder=PairEncoderProxy(embedder, timeout) if settings.hicomer.judge_encoder else None)
         self.service = Service(settings, serving, models)
         self._access = Access(serving.tokens_file)
 

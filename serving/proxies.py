@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from memgraft.models.llm.base import ChatRequest, Completion
+from serving.budget import checkpoint
 
 
 class _Proxy:
@@ -86,3 +87,17 @@ class ScorerProxy(_Proxy):
         arrays = [np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t)
                   for t in (h_q, h_m, is_team, norm_time)]
         return torch.from_numpy(np.asarray(self._call("score", *arrays), dtype=np.float32))
+
+
+class PairEncoderProxy(_Proxy):
+    """The pair judge's second opinion (``PairEncoder.probabilities``) on the embedder deployment, batched
+    across every ingress's writes, so the ingress runs no cross-encoder of its own."""
+
+    def __init__(self, handle: Any, timeout_s: float | None = None):
+        super().__init__(handle, timeout_s)
+
+    def probabilities(self, a: Sequence[str], b: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        if not len(a):
+            return np.zeros((0, 3), dtype=np.float32)
+        checkpoint()  # a step of a write's plan: past its budget, stop before asking
+        return np.asarray(self._call("pair_probabilities", list(a), list(b)), dtype=np.float32)

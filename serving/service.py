@@ -72,6 +72,7 @@ class Models:
     reranker: Reranker
     scorer: Any = None  # a ValidityScorer (or its proxy); None: hicomer.validity_scorer decides (state or none)
     scorer_source: str | None = None
+    pair_encoder: Any = None  # the pair judge's second opinion on a model deployment; None: the policy loads its own
 
 
 class Service:
@@ -158,9 +159,22 @@ class Service:
             if not create and url is not None and not bank.teams():
                 bank.close()
                 raise NotFound(f"team {team!r} has no memories yet (add a group first)")
-            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer)
+            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer,
+                                  _policy=self._judge_policy(memo))
             self._teams[team] = memory
             return memory
+
+    def _judge_policy(self, embedder: Any) -> Any:
+        """The pair judge asking the deployment's pair encoder (``Models.pair_encoder``) instead of loading one in
+        this replica; None where the updater is another policy or has no second opinion (CollabMemory builds it)."""
+        h = self.settings.hicomer
+        if self.models.pair_encoder is None or h.updater_policy != "judge" or not h.judge_encoder:
+            return None
+        from memgraft.collab.policies import make_policy
+
+        policy = make_policy(self.settings, kind="judge", embedder=embedder, second_opinion=False)
+        policy.second = self.models.pair_encoder
+        return policy
 
     def _banks_url(self) -> str | None:
         try:

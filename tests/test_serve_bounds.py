@@ -359,3 +359,55 @@ def test_a_client_that_goes_away_cancels_its_write_before_the_commit(tmp_path, s
     finally:
         embedder.release.set()
         service.close()
+
+
+# -- the pair encoder on the embedder deployment ------------------------------------------------
+
+
+def test_the_judges_second_opinion_is_asked_of_the_model_deployment_not_loaded_in_the_ingress(tmp_path, settings,
+                                                                                             embedder):
+    import numpy as np
+
+    class Recording:  # stands for PairEncoderProxy: what the ingress would send to the embedder deployment
+        def __init__(self):
+            self.calls = []
+
+        def probabilities(self, a, b, batch_size=64):
+            self.calls.append((list(a), list(b)))
+            return np.tile(np.asarray([[0.0, 0.0, 1.0]], np.float32), (len(a), 1))
+
+    (tmp_path / "tokens.json").write_text(json.dumps(TOKENS))
+    _, serving = load_profile("local", [f"serving.banks_dir={tmp_path / 'banks'}"])
+    assert settings.hicomer.updater_policy == "judge" and settings.hicomer.judge_encoder
+    second = Recording()
+    service = Service(settings, serving, Models(llm=ScriptedLLM(["unused"]), embedder=embedder,
+                                                reranker=CosineReranker(embedder), pair_encoder=second))
+    try:
+        service.add_group("lab", schemas.GroupRequest.model_validate(_group("g1", "2025-01-01T00:00:00")))
+        assert service.team("lab").policy.second is second and second.calls
+        assert ("I ran batch 3 with ELISA as the primary assay.", "The primary assay is qPCR from now on.") in [
+            (a, b) for call in second.calls for a, b in zip(*call)]
+    finally:
+        service.close()
+
+
+def test_the_embedder_deployment_answers_the_pair_encoders_probabilities(settings, monkeypatch):
+    import numpy as np
+    import ray.serve.batching as batching
+
+    from memgraft.collab.pair_encoder import load_pair_encoder
+    from serving.embedder import EmbedderDeployment
+    from serving.settings import Batching
+
+    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
+    deployment = EmbedderDeployment.func_or_class(settings, Batching(max_batch_size=8, batch_wait_timeout_s=0.001))
+    a = ["The primary assay is qPCR.", "Samples are stored at -80 C.", "The lead is Ana."]
+    b = ["We use ELISA as the primary assay.", "Samples are kept at -20 C.", "The budget is 3,000 EUR."]
+
+    async def run():  # two callers at once: one batch, each gets its own rows back
+        return await asyncio.gather(deployment.pair_probabilities(a[:2], b[:2]), deployment.pair_probabilities(a[2:], b[2:]))
+
+    first, second = asyncio.run(run())
+    expected = load_pair_encoder(settings.hicomer.judge_encoder).probabilities(a, b)
+    assert first.shape == (2, 3) and second.shape == (1, 3)
+    assert np.allclose(np.vstack([first, second]), expected, atol=1e-5)
