@@ -172,7 +172,10 @@ class Service:
             return None
         from memgraft.collab.policies import make_policy
 
-        policy = make_policy(self.settings, kind="judge", embedder=embedder, second_opinion=False)
+        try:
+            policy = make_policy(self.settings, kind="judge", embedder=embedder, second_opinion=False)
+        except ValueError:  # a judge trained on another embedder: the write says so when it builds the policy
+            return None
         policy.second = self.models.pair_encoder
         return policy
 
