@@ -183,58 +183,22 @@ def test_one_teams_slow_call_does_not_hold_another_teams_short_one(tmp_path, set
     assert slow.status_code == 200 and slow.json()["choices"][0]["message"]["content"] == "slow reply"
 
 
-def test_the_llm_deployment_answers_a_short_call_beside_a_held_batch_and_stops_a_cancelled_one(settings, monkeypatch):
-    """The LLM deployment's class, outside Serve: team A's long call holds one batch, team B's short call gets
-    another (one batch at a time kept B waiting for A, past B's own timeout); a cancelled caller's rows get a
-    deadline of now, which the backend's stopping criterion reads at every token."""
-    import threading
-    import time as clock
+def _in_a_fresh_interpreter(check: str) -> None:
+    """A deployment class's batched methods, called outside Serve, leave its ``@serve.batch`` queue bound to this
+    process (unpicklable), so a later test's ``serve.run`` of it would fail: these run in their own interpreter."""
+    import subprocess
+    import sys
 
-    import ray.serve.batching as batching
+    done = subprocess.run([sys.executable, "-m", "tests.deployment_checks", check], capture_output=True, text=True,
+                          timeout=600, cwd=str(Path(__file__).resolve().parent.parent))
+    assert done.returncode == 0 and f"ok {check}" in done.stdout, (done.stdout[-2000:], done.stderr[-4000:])
 
-    from memgraft.models.llm.base import ChatRequest, Completion
-    from serving.llm import LLMDeployment
-    from serving.settings import Batching
 
-    # it reads the replica's max_ongoing_requests to log a warning, which needs a running Serve replica
-    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
-    release = threading.Event()
-
-    class Held:
-        name = "held"
-
-        def generate(self, requests):
-            for r in requests:
-                while "long" in r.messages[0]["content"] and not release.is_set() and (
-                        r.deadline is None or clock.time() < r.deadline):
-                    clock.sleep(0.005)  # a decoding step; the real backend checks the deadline between tokens
-            return [Completion("done", 1, 1) for _ in requests]
-
-    deployment = LLMDeployment.func_or_class(settings, Batching(max_batch_size=4, batch_wait_timeout_s=0.001),
-                                             llm_factory=lambda _s: Held())
-
-    def ask(text: str) -> ChatRequest:
-        return ChatRequest([{"role": "user", "content": text}])
-
-    async def run():
-        long = asyncio.create_task(deployment.generate([ask("a long task")]))
-        await asyncio.sleep(0.05)  # A's batch is decoding
-        short = await asyncio.wait_for(deployment.generate([ask("Hi")]), 30)
-        a_still_held = not long.done()
-        cancelled = ask("another long task")
-        gone = asyncio.create_task(deployment.generate([cancelled]))
-        await asyncio.sleep(0.05)
-        gone.cancel()
-        await asyncio.sleep(0.01)
-        release.set()
-        return short, a_still_held, cancelled.deadline, await long
-
-    try:
-        short, a_still_held, deadline, long = asyncio.run(run())
-    finally:
-        release.set()
-    assert [c.text for c in short] == ["done"] and a_still_held
-    assert deadline == 0.0 and [c.text for c in long] == ["done"]
+def test_the_llm_deployment_answers_a_short_call_beside_a_held_batch_and_stops_a_cancelled_one():
+    """Team A's long call holds one batch, team B's short call gets another (one batch at a time kept B waiting
+    for A, past B's own timeout); a cancelled caller's rows get a deadline of now, which the backend's stopping
+    criterion reads at every token (tests/deployment_checks.py)."""
+    _in_a_fresh_interpreter("llm")
 
 
 def test_the_transformers_backend_stops_a_row_at_its_deadline_and_refuses_an_overlong_prompt(settings):
@@ -391,23 +355,6 @@ def test_the_judges_second_opinion_is_asked_of_the_model_deployment_not_loaded_i
         service.close()
 
 
-def test_the_embedder_deployment_answers_the_pair_encoders_probabilities(settings, monkeypatch):
-    import numpy as np
-    import ray.serve.batching as batching
-
-    from memgraft.collab.pair_encoder import load_pair_encoder
-    from serving.embedder import EmbedderDeployment
-    from serving.settings import Batching
-
-    monkeypatch.setattr(batching._BatchQueue, "_warn_if_max_batch_size_exceeds_max_ongoing_requests", lambda self: None)
-    deployment = EmbedderDeployment.func_or_class(settings, Batching(max_batch_size=8, batch_wait_timeout_s=0.001))
-    a = ["The primary assay is qPCR.", "Samples are stored at -80 C.", "The lead is Ana."]
-    b = ["We use ELISA as the primary assay.", "Samples are kept at -20 C.", "The budget is 3,000 EUR."]
-
-    async def run():  # two callers at once: one batch, each gets its own rows back
-        return await asyncio.gather(deployment.pair_probabilities(a[:2], b[:2]), deployment.pair_probabilities(a[2:], b[2:]))
-
-    first, second = asyncio.run(run())
-    expected = load_pair_encoder(settings.hicomer.judge_encoder).probabilities(a, b)
-    assert first.shape == (2, 3) and second.shape == (1, 3)
-    assert np.allclose(np.vstack([first, second]), expected, atol=1e-5)
+def test_the_embedder_deployment_answers_the_pair_encoders_probabilities():
+    """Two callers at once in one batch, each its own rows, equal to the encoder's own (tests/deployment_checks.py)."""
+    _in_a_fresh_interpreter("pairs")
