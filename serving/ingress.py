@@ -21,6 +21,7 @@ from ray import serve
 from memgraft.config import Settings
 from serving.access import Access
 from serving.api import Chat, create_api, serve_state
+from serving.chat import complete_on
 from serving.proxies import EmbedderProxy, LLMProxy, PairEncoderProxy, RerankerProxy, ScorerProxy
 from serving.service import Models, Service
 from serving.settings import ServingSettings
@@ -41,7 +42,8 @@ class Ingress:
             self._chat: Chat | None = lambda body: forward_chat(llm, body.model_dump(exclude_none=True))
         else:
             info = await llm.info.remote()
-            llm_proxy, self._chat = LLMProxy(llm, info["name"], timeout, info.get("context_tokens")), None
+            llm_proxy = LLMProxy(llm, info["name"], timeout, info.get("context_tokens"))
+            self._chat = lambda body: complete_on(llm, info["name"], body, timeout)  # cancellable, unlike a thread
         scorer_proxy = None
         if scorer is not None:
             scorer_proxy = ScorerProxy(scorer, (await scorer.info.remote())["dim"], serving.scorer_path or "", timeout)

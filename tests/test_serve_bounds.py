@@ -358,3 +358,39 @@ def test_the_judges_second_opinion_is_asked_of_the_model_deployment_not_loaded_i
 def test_the_embedder_deployment_answers_the_pair_encoders_probabilities():
     """Two callers at once in one batch, each its own rows, equal to the encoder's own (tests/deployment_checks.py)."""
     _in_a_fresh_interpreter("pairs")
+
+
+def test_the_ingress_chat_awaits_the_llm_handle_so_a_gone_client_cancels_the_generation():
+    """On the ingress the chat call awaits the deployment handle on the event loop (a worker thread blocked in
+    ``.result()`` cannot be cancelled): a cancelled request cancels the handle's call, which Serve carries to
+    the LLM replica, whose rows then stop (test_the_llm_deployment_...); the call also carries its deadline."""
+    from serving.chat import complete_on
+
+    seen: dict = {}
+
+    class Method:
+        def remote(self, requests):
+            async def held():
+                seen["deadline"] = requests[0].deadline
+                try:
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    seen["cancelled"] = True
+                    raise
+            return held()
+
+    class Handle:
+        generate = Method()
+
+    body = schemas.ChatCompletionRequest(messages=[{"role": "user", "content": "Hi"}], max_tokens=8)
+
+    async def run():
+        call = asyncio.create_task(complete_on(Handle(), "m", body, 600.0))
+        while "deadline" not in seen:
+            await asyncio.sleep(0.001)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(run())
+    assert seen.get("cancelled") and seen["deadline"] > datetime.now(timezone.utc).timestamp()
