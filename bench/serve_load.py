@@ -7,6 +7,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any
 
 from bench.common import percentile
@@ -97,12 +98,13 @@ async def _served(base_url: str, tokens: dict[str, str], jobs: list[tuple], leve
 def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int, tag: str) -> list[tuple]:
     """``n`` jobs: ``("write", team, group)`` every ``every``-th, else ``("read", team, question)``."""
     jobs: list[tuple] = []
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")  # after the seeded history, not in the future
     for i, (team, q) in enumerate(workload(questions, n, offset)):
         if i % every:
             jobs.append(("read", team, q))
             continue
         gid = f"{team}-{tag}-{offset + i}"
-        jobs.append(("write", team, {"team": team, "group_id": gid, "time": "2100-01-01T00:00:00", "memories": [
+        jobs.append(("write", team, {"team": team, "group_id": gid, "time": now, "memories": [
             {"memory_id": f"{gid}-m0", "type": "team", "author": "bench", "content": f"From now on {q} (rule {i})"},
             {"memory_id": f"{gid}-m1", "type": "individual", "author": "bench", "content": f"Noted: {q}"}]}))
     return jobs

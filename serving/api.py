@@ -22,8 +22,10 @@ from fastapi.responses import HTMLResponse
 
 from serving import caps, chat, errors, mcp_http, reads, schemas, webpage
 from serving.access import Access
+from serving.budget import Budget
 from serving.deps import AccessDep, Graph, ServiceDep, Team, Token, TraceId
 from serving.deps import token_of as _token
+from serving.headers import SecurityHeaders
 from serving.limits import BodyLimit
 from serving.service import Service
 
@@ -38,6 +40,7 @@ def create_api() -> FastAPI:
     api.state.max_body_bytes = 1 << 20
     api.state.writers = {}
     api.add_middleware(BodyLimit, max_body_bytes=lambda: api.state.max_body_bytes)
+    api.add_middleware(SecurityHeaders)  # outermost: the body limit's 413 carries the headers too
     errors.install(api)
 
     @api.get("/healthz", response_model=schemas.Health, tags=["service"])
@@ -66,7 +69,12 @@ def create_api() -> FastAPI:
         """Run one time-aligned memory group through the updater; returns every maintenance decision."""
         access.require_team(_token(token), team)
         async with _writer(api, team):
-            return await asyncio.to_thread(service.add_group, team, group)
+            budget = Budget(service.serving.write_timeout_s)
+            try:
+                return await asyncio.to_thread(service.add_group, team, group, budget)
+            except asyncio.CancelledError:  # the client left (Serve cancels its request): the write stops uncommitted
+                budget.cancelled.set()
+                raise
 
     @api.post("/v1/teams/{team}/search", response_model=schemas.SearchResponse, tags=["teams"])
     async def search(team: Team, body: schemas.SearchRequest, service: ServiceDep, access: AccessDep,
@@ -87,14 +95,26 @@ def create_api() -> FastAPI:
                                token: Token) -> Any:
         """OpenAI-compatible chat with the served LLM (vLLM on the cluster, streaming there)."""
         access.require_any(_token(token))
-        body = body.model_copy(update={"max_tokens": caps.chat_tokens(request.app.state.service.serving,
-                                                                      body.max_tokens)})
+        service: Service = request.app.state.service
+        body = body.model_copy(update={"max_tokens": caps.chat_tokens(service.serving, body.max_tokens)})
+        await asyncio.to_thread(_check_prompt, service, body)
         return await request.app.state.chat(body)
 
     api.include_router(reads.router)  # read-only views of graphs and banks, for the web page
     mcp_http.mount(api, lambda team: _writer(api, team))  # the same tools for agents, at /mcp
     webpage.mount(api)  # the web page, at /ui
     return api
+
+
+def _check_prompt(service: Service, body: schemas.ChatCompletionRequest) -> None:
+    """Refuse a prompt over the model's context less max_tokens (in a thread: the tokenizer may load first)."""
+    from memgraft.models.llm.tokens import token_counter
+
+    context = getattr(service.models.llm, "context_tokens", None)
+    if context is None:
+        return
+    counter = token_counter(service.settings.models.llm, str(service.settings.cache_path))
+    caps.check_prompt(counter, [(m.role, m.content) for m in body.messages], body.max_tokens or 0, context)
 
 
 def _writer(api: FastAPI, team: str) -> asyncio.Lock:

@@ -7,10 +7,12 @@ locally the same endpoint answers from the LLM deployment, non-streaming, with a
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
+from typing import Any
 
-from memgraft.models.llm.base import LLM, ChatRequest
+from memgraft.models.llm.base import LLM, ChatRequest, Completion
 from serving import schemas
 
 
@@ -38,8 +40,22 @@ def chat_request(body: schemas.ChatCompletionRequest) -> ChatRequest:
 
 def complete(llm: LLM, body: schemas.ChatCompletionRequest) -> schemas.ChatCompletionResponse:
     [out] = llm.generate([chat_request(body)])
+    return response(llm.name, out)
+
+
+async def complete_on(handle: Any, name: str, body: schemas.ChatCompletionRequest,
+                      timeout_s: float | None) -> schemas.ChatCompletionResponse:
+    """The same call awaited on the LLM deployment's handle from the event loop, not from a worker thread: when
+    the client goes, Serve cancels this request, the cancel reaches the deployment, and it stops decoding."""
+    request = chat_request(body)
+    request.deadline = None if timeout_s is None else time.time() + timeout_s
+    [out] = await asyncio.wait_for(handle.generate.remote([request]), timeout_s)
+    return response(name, out)
+
+
+def response(name: str, out: Completion) -> schemas.ChatCompletionResponse:
     return schemas.ChatCompletionResponse(
-        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=llm.name,
+        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=name,
         choices=[schemas.ChatChoice(index=0, message=schemas.ChatMessage(role="assistant", content=out.text),
                                     finish_reason=out.finish_reason)],
         usage=schemas.ChatUsage(prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,

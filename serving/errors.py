@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import sqlite3
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,13 +23,16 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 from memgraft.collab.bank import (BankError, BankTimeout, BankUnavailable, EmbedderMismatch, GroupAlreadyApplied,
                                   OutOfOrderGroup, StaleDecision)
 from memgraft.graph.folder import GraphFolderError
+from memgraft.models.llm.base import PromptTooLong
 from memgraft.models.llm.openai_backend import LLMServerError
 from memgraft.models.llm.session import StructuredOutputError
 from serving.access import Forbidden, Unauthorized
+from serving.budget import WriteCancelled, WriteTimeout
 from serving.caps import OverLimit, TooLarge
 from serving.chat import Unsupported
 from serving.names import BadName
@@ -44,12 +48,13 @@ STATUS: dict[type[BaseException], int] = {
     NotFound: 404,
     AlreadyApplied: 409, GroupAlreadyApplied: 409, OutOfOrderGroup: 409, EmbedderMismatch: 409,
     BankUnusable: 409, GraphFolderError: 409, sqlite3.DatabaseError: 409,
-    TooLarge: 413,
+    TooLarge: 413, PromptTooLong: 413,
     BankError: 400,
     ValueError: 400,
     BadName: 422, TeamMismatch: 422, Unsupported: 422, ValidationError: 422, OverLimit: 422,
     StructuredOutputError: 502, LLMServerError: 502,
     Busy: 503, StaleDecision: 503, sqlite3.OperationalError: 503, BankUnavailable: 503, BankTimeout: 503,
+    WriteTimeout: 503, WriteCancelled: 503,
     TimeoutError: 504,
 }
 
@@ -85,6 +90,8 @@ def _answer(status: int, exc: BaseException, replica: bool = False) -> JSONRespo
     if status >= 500:
         log.warning("answered %d: %s: %s", status, type(exc).__name__, exc)
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, ValidationError):  # pydantic's own text quotes each refused value: name the field instead
+        detail = validation_message(exc)
     if replica:  # Ray's message goes on with actor ids, pids and addresses: keep its first line
         detail = detail.strip().splitlines()[0] + " (retry: Serve is replacing the replica)"
     return SafeJSON({"detail": scrub(detail), "error": type(exc).__name__}, status_code=status, headers=headers)
@@ -99,16 +106,35 @@ def _database() -> dict[type[BaseException], int]:
     return {psycopg.OperationalError: 503, psycopg.DatabaseError: 409}
 
 
+def validation_message(exc: ValidationError) -> str:
+    """Each refused field and why, never the value refused."""
+    parts = [(".".join(map(str, e["loc"])), e["msg"].removeprefix("Value error, "))
+             for e in exc.errors(include_input=False, include_url=False)]
+    return "; ".join(f"{loc}: {msg}" if loc else msg for loc, msg in parts) or "invalid value"
+
+
 def install(app: FastAPI) -> None:
     for kind, status in {**STATUS, **_database()}.items():
         app.add_exception_handler(kind, lambda _r, exc, status=status: _answer(status, exc))
     for kind in _unavailable():
         app.add_exception_handler(kind, lambda _r, exc: _answer(503, exc, replica=True))
     app.add_exception_handler(RequestValidationError, _invalid_body)
+    app.add_exception_handler(HTTPException, _http_error)
+
+
+async def _http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    """Starlette's own refusals (no route, wrong method, a body that is not UTF-8 JSON) with ``error`` as well."""
+    try:
+        kind = HTTPStatus(exc.status_code).phrase.title().replace(" ", "").replace("-", "")
+    except ValueError:
+        kind = "HTTPError"
+    detail = "the body is not valid JSON in UTF-8" if exc.detail == "There was an error parsing the body" else exc.detail
+    return SafeJSON({"detail": detail, "error": kind}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _invalid_body(_request: Request, exc: RequestValidationError) -> JSONResponse:
     """422 with a one-line message beside FastAPI's list of errors (without the input each refused)."""
     errors = jsonable_encoder([{k: v for k, v in e.items() if k != "input"} for e in exc.errors()])
     message = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors)
-    return SafeJSON({"detail": errors, "message": message or "invalid request"}, status_code=422)
+    return SafeJSON({"detail": errors, "message": message or "invalid request", "error": "RequestValidationError"},
+                    status_code=422)

@@ -21,7 +21,8 @@ from ray import serve
 from memgraft.config import Settings
 from serving.access import Access
 from serving.api import Chat, create_api, serve_state
-from serving.proxies import EmbedderProxy, LLMProxy, RerankerProxy, ScorerProxy
+from serving.chat import complete_on
+from serving.proxies import EmbedderProxy, LLMProxy, PairEncoderProxy, RerankerProxy, ScorerProxy
 from serving.service import Models, Service
 from serving.settings import ServingSettings
 
@@ -40,13 +41,16 @@ class Ingress:
             llm_proxy: Any = ServeLLMProxy(llm, settings, timeout)
             self._chat: Chat | None = lambda body: forward_chat(llm, body.model_dump(exclude_none=True))
         else:
-            llm_proxy, self._chat = LLMProxy(llm, (await llm.info.remote())["name"], timeout), None
+            info = await llm.info.remote()
+            llm_proxy = LLMProxy(llm, info["name"], timeout, info.get("context_tokens"))
+            self._chat = lambda body: complete_on(llm, info["name"], body, timeout)  # cancellable, unlike a thread
         scorer_proxy = None
         if scorer is not None:
             scorer_proxy = ScorerProxy(scorer, (await scorer.info.remote())["dim"], serving.scorer_path or "", timeout)
         models = Models(llm=llm_proxy, embedder=EmbedderProxy(embedder, e["name"], e["dim"], timeout),
                         reranker=RerankerProxy(reranker, r["name"], r["is_cross_encoder"], timeout),
-                        scorer=scorer_proxy, scorer_source=serving.scorer_path)
+                        scorer=scorer_proxy, scorer_source=serving.scorer_path,
+                        pair_encoder=PairEncoderProxy(embedder, timeout) if settings.hicomer.judge_encoder else None)
         self.service = Service(settings, serving, models)
         self._access = Access(serving.tokens_file)
 

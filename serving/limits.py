@@ -20,7 +20,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    body = json.dumps({"detail": f"request body is over the limit of {limit} bytes"}).encode()
+    body = json.dumps({"detail": f"request body is over the limit of {limit} bytes (serving.max_body_bytes)",
+                       "error": "TooLarge"}).encode()
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

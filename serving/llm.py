@@ -21,6 +21,7 @@ from serving.isolate import per_caller, unwrap
 from serving.settings import Batching
 
 LLMFactory = Callable[[Settings], LLM]
+CONCURRENT_BATCHES = 2
 
 
 @serve.deployment(name="llm")
@@ -32,12 +33,18 @@ class LLMDeployment:
         batching.configure(self._generate_batch)
 
     def info(self) -> dict:
-        return {"name": self.llm.name}
+        return {"name": self.llm.name, "context_tokens": getattr(self.llm, "context_tokens", None)}
 
     async def generate(self, requests: list[ChatRequest]) -> list[Completion]:
-        return [unwrap(c) for c in await asyncio.gather(*(self._generate_batch(r) for r in requests))]
+        try:
+            return [unwrap(c) for c in await asyncio.gather(*(self._generate_batch(r) for r in requests))]
+        except asyncio.CancelledError:  # the caller is gone (disconnected, timed out): stop decoding its rows
+            for r in requests:
+                r.deadline = 0.0
+            raise
 
-    @serve.batch(max_batch_size=4, batch_wait_timeout_s=0.02)
+    # Two batches at once: a short call decodes beside a long one instead of queueing behind it for minutes.
+    @serve.batch(max_batch_size=4, batch_wait_timeout_s=0.02, max_concurrent_batches=CONCURRENT_BATCHES)
     async def _generate_batch(self, requests: list[ChatRequest]) -> list[Completion]:
         return await per_caller(self._generate_joint, requests)
 

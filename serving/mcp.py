@@ -28,10 +28,13 @@ from typing import Annotated, Any, Callable, Iterator, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from serving import errors, schemas
+from serving.budget import Budget
+from serving.mcp_strict import strict_tool
 from serving.names import NAME, TRACE
 from serving.service import Service
 
@@ -67,7 +70,7 @@ def refusal(exc: BaseException) -> str | None:
         if kind in errors.STATUS:
             detail = str(exc) or type(exc).__name__
             if isinstance(exc, ValidationError):  # as REST's 422: each field and why, never the input itself
-                detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                detail = errors.validation_message(exc)
             return f"{errors.STATUS[kind]} {type(exc).__name__}: {errors.scrub(detail)}"
     if "ray" in sys.modules and isinstance(exc, errors._unavailable()):  # only the ingress has Ray
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -89,7 +92,7 @@ def _as(error: type[Exception]) -> Iterator[None]:
 
 
 def build_server(gate: Gate, name: str = "memgraft") -> MCPServer:
-    server = MCPServer(name, instructions=INSTRUCTIONS, version="0.1.0")
+    tools: list[Tool] = []  # strict (serving.mcp_strict), so the server is built once they are all defined
 
     async def run(fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)  # the library blocks: keep the event loop answering
@@ -97,7 +100,7 @@ def build_server(gate: Gate, name: str = "memgraft") -> MCPServer:
     def tool(read_only: bool = True) -> Callable[[Callable[..., Any]], Any]:
         def register(fn: Callable[..., Any]) -> Any:
             hints = ToolAnnotations(read_only_hint=read_only, destructive_hint=False, idempotent_hint=True)
-            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
+            tools.append(strict_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints))
             return fn
         return register
 
@@ -122,7 +125,12 @@ def build_server(gate: Gate, name: str = "memgraft") -> MCPServer:
         with _as(ToolError):
             gate.team(ctx, team)
             async with gate.write_turn(team):
-                return await run(gate.service.add_group, team, group)
+                budget = Budget(gate.service.serving.write_timeout_s)
+                try:
+                    return await run(gate.service.add_group, team, group, budget)
+                except asyncio.CancelledError:  # the agent's call was cancelled: the write stops uncommitted
+                    budget.cancelled.set()
+                    raise
 
     @tool()
     async def answer_from_memories(team: Team, question: Query, ctx: Context, as_of: AsOf = None
@@ -161,6 +169,8 @@ def build_server(gate: Gate, name: str = "memgraft") -> MCPServer:
         with _as(ToolError):
             gate.reader(ctx)
             return await run(gate.service.trace, trace_id)
+
+    server = MCPServer(name, instructions=INSTRUCTIONS, version="0.1.0", tools=tools)
 
     @server.resource("memgraft://teams/{team}/memories", mime_type="application/json")
     async def team_memories(team: str, ctx: Context) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from memgraft.collab.maintain.updater import MemoEmbedder
 from memgraft.models.embedder import Embedder
+from serving.budget import checkpoint
 
 
 class SharedMemoEmbedder(MemoEmbedder):
@@ -24,6 +25,7 @@ class SharedMemoEmbedder(MemoEmbedder):
         self._table_lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        checkpoint()  # between a write's planning steps: past its budget, stop before the next model call
         with self._table_lock:
             known = {t: self._memo[t] for t in dict.fromkeys(texts) if t in self._memo}
         missing = [t for t in dict.fromkeys(texts) if t not in known]

@@ -11,11 +11,14 @@ the replica's event loop.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from memgraft.models.llm.base import ChatRequest, Completion
+from serving.budget import checkpoint
 
 
 class _Proxy:
@@ -29,12 +32,17 @@ class _Proxy:
 class LLMProxy(_Proxy):
     """``LLM``: a batch of chat requests, decoded by the LLM deployment (which batches across callers)."""
 
-    def __init__(self, handle: Any, name: str, timeout_s: float | None = None):
+    def __init__(self, handle: Any, name: str, timeout_s: float | None = None, context_tokens: int | None = None):
         super().__init__(handle, timeout_s)
-        self.name = name
+        self.name, self.context_tokens = name, context_tokens
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        return list(self._call("generate", list(requests))) if requests else []
+        if not requests:
+            return []
+        # The deployment stops decoding when this call gives up waiting, instead of generating for nobody.
+        deadline = None if self.timeout_s is None else time.time() + self.timeout_s
+        sent = [r if r.deadline is not None or deadline is None else replace(r, deadline=deadline) for r in requests]
+        return list(self._call("generate", sent))
 
 
 class EmbedderProxy(_Proxy):
@@ -79,3 +87,17 @@ class ScorerProxy(_Proxy):
         arrays = [np.asarray(t.detach().cpu().numpy() if hasattr(t, "detach") else t)
                   for t in (h_q, h_m, is_team, norm_time)]
         return torch.from_numpy(np.asarray(self._call("score", *arrays), dtype=np.float32))
+
+
+class PairEncoderProxy(_Proxy):
+    """The pair judge's second opinion (``PairEncoder.probabilities``) on the embedder deployment, batched
+    across every ingress's writes, so the ingress runs no cross-encoder of its own."""
+
+    def __init__(self, handle: Any, timeout_s: float | None = None):
+        super().__init__(handle, timeout_s)
+
+    def probabilities(self, a: Sequence[str], b: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        if not len(a):
+            return np.zeros((0, 3), dtype=np.float32)
+        checkpoint()  # a step of a write's plan: past its budget, stop before asking
+        return np.asarray(self._call("pair_probabilities", list(a), list(b)), dtype=np.float32)

@@ -39,6 +39,7 @@ from memgraft.models.embedder import Embedder
 from memgraft.models.llm.base import LLM
 from memgraft.models.reranker import Reranker
 from serving import caps, schemas
+from serving.budget import Budget, bounded, checked, checkpoint
 from serving.memo import SharedMemoEmbedder
 from serving.names import bank_path, banks_url, graph_path, trace_path
 from serving.settings import ServingSettings
@@ -73,6 +74,7 @@ class Models:
     reranker: Reranker
     scorer: Any = None  # a ValidityScorer (or its proxy); None: hicomer.validity_scorer decides (state or none)
     scorer_source: str | None = None
+    pair_encoder: Any = None  # the pair judge's second opinion on a model deployment; None: the policy loads its own
 
 
 class Service:
@@ -156,12 +158,29 @@ class Service:
             m = self.models
             memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
             bank = _open_bank(team, location, memo, bound=True)
+            bank.apply_group = checked(bank.apply_group)  # a write past its budget commits nothing
             if not create and url is not None and not bank.teams():
                 bank.close()
                 raise NotFound(f"team {team!r} has no memories yet (add a group first)")
-            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer)
+            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer,
+                                  _policy=self._judge_policy(memo))
             self._teams[team] = memory
             return memory
+
+    def _judge_policy(self, embedder: Any) -> Any:
+        """The pair judge asking the deployment's pair encoder (``Models.pair_encoder``) instead of loading one in
+        this replica; None where the updater is another policy or has no second opinion (CollabMemory builds it)."""
+        h = self.settings.hicomer
+        if self.models.pair_encoder is None or h.updater_policy != "judge" or not h.judge_encoder:
+            return None
+        from memgraft.collab.maintain.policies import make_policy
+
+        try:
+            policy = make_policy(self.settings, kind="judge", embedder=embedder, second_opinion=False)
+        except ValueError:  # a judge trained on another embedder: the write says so when it builds the policy
+            return None
+        policy.second = self.models.pair_encoder
+        return policy
 
     def _banks_url(self) -> str | None:
         try:
@@ -177,12 +196,16 @@ class Service:
     def semantic_source(self, memory: CollabMemory) -> str:
         return memory.semantic_source
 
-    def add_group(self, team: str, group: MemoryGroup) -> schemas.GroupResponse:
+    def add_group(self, team: str, group: MemoryGroup, budget: Budget | None = None) -> schemas.GroupResponse:
+        """``budget``: the write's deadline and cancel flag (default: ``serving.write_timeout_s`` from now)."""
         if group.team != team:
             raise TeamMismatch(f"the group's team {group.team!r} does not match the URL's team {team!r}")
         caps.check_group(self.serving, group)
         memory = self.team(team, create=True)
-        with self.writer(team):
+        budget = budget or Budget(self.serving.write_timeout_s)
+        budget.what = f"team {team!r}'s group"
+        with self.writer(team), bounded(budget):
+            budget.check()  # it may have waited its turn past the deadline, or its client left meanwhile
             report = self._apply(memory, group)
         if report.skipped:
             raise AlreadyApplied(f"team {team!r}: group {group.group_id!r} is already applied")
@@ -207,6 +230,7 @@ class Service:
                     raise Busy(f"team {group.team!r}: the bank is busy ({err}); nothing was written, "
                                f"send it again") from None
             time.sleep(min(0.05 * 2 ** attempt, 1.0))
+            checkpoint()
         raise AssertionError("unreachable")
 
     def search(self, team: str, body: schemas.SearchRequest) -> schemas.SearchResponse:

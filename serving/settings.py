@@ -112,6 +112,12 @@ class ServingSettings(_Section):
     # A group re-planned because another replica wrote the same team meanwhile (StaleDecision); past
     # these attempts the client gets 503 with Retry-After. Writers in one replica wait their turn instead.
     write_attempts: int = Field(8, ge=1)
+    # A group dated further ahead of the server's clock than this is refused (422): every later group of
+    # the team must be newer than the newest one applied, so one group dated 9999 would end its writes.
+    max_future_s: float = Field(86400.0, ge=0)
+    # A group's maintenance (planning and commit) past this many seconds stops, writes nothing, and answers
+    # 503 WriteTimeout; a client that disconnects stops its write the same way (serving.budget).
+    write_timeout_s: float = Field(120.0, gt=0)
     call_timeout_s: float = Field(600.0, gt=0)  # one call from the ingress to a model deployment
     # Library calls one ingress replica runs at once (each a thread, mostly waiting on a model
     # deployment): asyncio's default of CPUs + 4 would cap the batches the models can form.

@@ -245,8 +245,8 @@ def test_writers_of_one_team_take_turns_and_plan_each_group_once(pg_url, monkeyp
     and re-planned after StaleDecision), and the bank equals one writer's."""
     from memgraft.collab.data.generator import generate
     from memgraft.collab.ingest import ingest_team, read_stream
-    from memgraft.collab.policies import RulesPolicy
-    from memgraft.collab.updater import MemoEmbedder, Updater
+    from memgraft.collab.maintain.policies import RulesPolicy
+    from memgraft.collab.maintain.updater import MemoEmbedder, Updater
     from memgraft.config import HiCoMERSettings
 
     data = generate(seed=4, teams=1, groups=10)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -50,6 +51,8 @@ FORMAT = "memgraft.pair-judge/1"
 BUNDLED = Path(__file__).parent.parent / "assets" / "judge-all-MiniLM-L6-v2.pt"
 N_LEXICAL = 33
 TAIL = 3  # content words read as a text's tail (tail_features)
+ALIGN_WORK = 4096  # equal word pairs the alignment reads before it cuts both texts (_aligned_prefixes)
+NEAR_NAMES, NAME_CHARS = 64, 64  # names a side, and letters a name, that _near_names compares
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _TOKEN = re.compile(r"[^\W_](?:[\w'-]|[.:,](?=\w))*|[^\w\s'-]", re.UNICODE)  # words, and punctuation on its own
 _NAME_JOINERS = frozenset({"of", "de", "the", "and", "von", "van", "du", "la", "le", "da", "al", "bin"})
@@ -67,11 +70,37 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _sequence(text) if w not in rules.STOP_WORDS)
 
 
+def _aligned_prefixes(sa: tuple[str, ...], sb: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The two word sequences, or, when they share more than ALIGN_WORK equal word pairs, the prefixes
+    (grown a word a side at a time) that share at most that many. Why: difflib's matcher visits every equal (i, j) pair once per level of its
+    recursion, so repetitive texts cost it cubic time ("the a is " * 450 against "the b is " * 450
+    took seconds per pair); ordinary notes share a few hundred pairs at most and are read whole."""
+    ca, cb = Counter(sa), Counter(sb)
+    if sum(n * cb[w] for w, n in ca.items()) <= ALIGN_WORK:
+        return sa, sb
+    seen_a: Counter[str] = Counter()
+    seen_b: Counter[str] = Counter()
+    work = i = j = 0
+    while i < len(sa) or j < len(sb):  # grow the prefixes a word at a time (both while both last), counting pairs
+        x = sa[i] if i < len(sa) else None
+        y = sb[j] if j < len(sb) else None
+        work += (seen_b[x] if x is not None else 0) + (seen_a[y] if y is not None else 0) + (x is not None and x == y)
+        if work > ALIGN_WORK:
+            break
+        if x is not None:
+            seen_a[x] += 1
+            i += 1
+        if y is not None:
+            seen_b[y] += 1
+            j += 1
+    return sa[:i], sb[:j]
+
+
 def alignment_features(a: str, b: str) -> list[float]:
     """Where the two texts differ, not only how much. A new value for the same subject and
     attribute differs in one stretch, usually late ("... is V", "? V"); a record about
     another subject differs in two (the subject, then the value), the first one early."""
-    sa, sb = _sequence(a), _sequence(b)
+    sa, sb = _aligned_prefixes(_sequence(a), _sequence(b))
     blocks = [op for op in difflib.SequenceMatcher(None, sa, sb, autojunk=False).get_opcodes() if op[0] != "equal"]
     if not blocks:
         return [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
@@ -104,7 +133,15 @@ def _near_names(xs: frozenset[str], ys: frozenset[str]) -> float:
     xs_, ys_ = [x for x in xs if len(x) >= 4 and x.isalpha()], [y for y in ys if len(y) >= 4 and y.isalpha()]
     if not xs_ or not ys_:
         return 0.0
-    return sum(any(difflib.SequenceMatcher(None, x, y).ratio() >= 0.8 for y in ys_) for x in xs_) / len(xs_)
+    # Bounded: at most NEAR_NAMES names a side of at most NAME_CHARS letters (ordinary notes have a few
+    # dozen, all short); the quick ratios are upper bounds of ratio(), so they only skip certain misses.
+    xs_, ys_ = sorted(xs_)[:NEAR_NAMES], [y[:NAME_CHARS] for y in sorted(ys_)[:NEAR_NAMES]]
+
+    def near(x: str, y: str) -> bool:
+        m = difflib.SequenceMatcher(None, x, y)
+        return m.real_quick_ratio() >= 0.8 and m.quick_ratio() >= 0.8 and m.ratio() >= 0.8
+
+    return sum(any(near(x[:NAME_CHARS], y) for y in ys_) for x in xs_) / len(xs_)
 
 
 def name_features(a: str, b: str) -> list[float]:

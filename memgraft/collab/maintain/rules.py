@@ -54,6 +54,7 @@ _ARTICLE = r"(?:the|our|its|their|this|a|an)"
 # and even linear scans of a megabyte cost seconds. A note states its topic and claims up front.
 SPAN_CHARS = 120
 READ_CHARS = 4096
+MAX_CLAIMS = 16  # distinct claims a text's verdict compares (ordinary notes state one or two)
 _SPAN = rf"(?:[^.;,!?]|[.,](?=\w)){{1,{SPAN_CHARS}}}?"
 _TAIL = r"(?=[.;,!?](?:\s|$)|[;!?]|$)"
 _CLAIMS = (
@@ -171,9 +172,15 @@ def _same_value(a: frozenset[str], b: frozenset[str]) -> bool:
     return a <= b or b <= a
 
 
+def _compared(cs: tuple[Claim, ...]) -> tuple[Claim, ...]:
+    """A text's distinct claims, the first MAX_CLAIMS of them: the verdict compares every pair and, for a
+    negated one, every third claim, so a text of hundreds of claims ("the a is " * 450) cost seconds."""
+    return tuple(dict.fromkeys(cs))[:MAX_CLAIMS]
+
+
 def claim_verdict(target: str, reference: str) -> str | None:
     """"conflict", "agree", "unrelated" (claims on different attributes) or None (no claims to compare)."""
-    ct, cr = claims(target), claims(reference)
+    ct, cr = _compared(claims(target)), _compared(claims(reference))
     if not ct or not cr:
         return None
     verdict = "unrelated"

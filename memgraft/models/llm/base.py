@@ -27,6 +27,22 @@ class ChatRequest:
     max_new_tokens: int | None = None
     temperature: float | None = None
     seed: int | None = None
+    # Wall-clock time (time.time()) past which decoding stops: the caller has given up by then (the ingress sets
+    # its call timeout here), and a generation that outlives its request holds the model for everyone else.
+    deadline: float | None = None
+
+
+class PromptTooLong(ValueError):
+    """A prompt that, with the tokens asked for, does not fit the model's context (413 over HTTP)."""
+
+
+def check_fits(prompt_tokens: int, max_new_tokens: int, context_tokens: int | None, counted_by: str) -> None:
+    """Refuse a prompt longer than the model's context less ``max_new_tokens``, naming the limit."""
+    if context_tokens is None or prompt_tokens + max_new_tokens <= context_tokens:
+        return
+    raise PromptTooLong(f"the prompt is {prompt_tokens} tokens ({counted_by}); the model's context is "
+                        f"{context_tokens} tokens, less max_tokens {max_new_tokens}: at most "
+                        f"{max(0, context_tokens - max_new_tokens)} prompt tokens")
 
 
 @dataclass

@@ -11,6 +11,7 @@ hub model's from the local cache); a model whose tokenizer is not on this machin
 from __future__ import annotations
 
 import logging
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -58,9 +59,19 @@ class EstimatedCounter:
         return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-@lru_cache(maxsize=8)
+_LOADING = threading.Lock()
+
+
 def token_counter(model: str, cache_path: str) -> TokenCounter:
-    """The counter for ``models.llm`` (cached per process: workers count many prompts)."""
+    """The counter for ``models.llm``, loaded once per process under a lock (workers count many prompts, from
+    many threads at once: two threads importing transformers' lazy modules together made one of them fail
+    with "cannot import name 'AutoTokenizer'", and the 4-character estimate was then cached for good)."""
+    with _LOADING:
+        return _load_counter(model, cache_path)
+
+
+@lru_cache(maxsize=8)
+def _load_counter(model: str, cache_path: str) -> TokenCounter:
     from memgraft.models.llm.transformers_backend import ensure_hf_folder
 
     try:

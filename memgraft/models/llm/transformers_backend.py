@@ -16,11 +16,13 @@ import os
 import shutil
 import tempfile
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from memgraft.config import Settings
-from memgraft.models.llm.base import ChatRequest, Completion
+from memgraft.models.llm.base import ChatRequest, Completion, check_fits
+from memgraft.models.llm.deadline import any_deadline, deadline_criteria
 from memgraft.models.registry import display_name, is_bundled, package_version, resolve
 from memgraft.models.threads import set_torch_threads
 
@@ -197,6 +199,8 @@ class TransformersLLM:
         """
         out: list[Completion | None] = [None] * len(requests)
         prompts = [self._prompt_ids(r) for r in requests]
+        for p, r in zip(prompts, requests):  # a prompt over the context would be cut by the model, or crash it
+            check_fits(len(p), self._sampling_key(r)[1], self.context_tokens, "the model's tokenizer")
         groups: dict[tuple, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             groups[self._sampling_key(r)].append(i)
@@ -209,6 +213,12 @@ class TransformersLLM:
                     out[i] = completion
         assert all(c is not None for c in out)
         return out  # type: ignore[return-value]
+
+    @property
+    def context_tokens(self) -> int | None:
+        """Prompt and generated tokens the model attends over at most (its position embeddings)."""
+        n = getattr(self.model.config, "max_position_embeddings", None)
+        return int(n) if n else None
 
     def _sampling_key(self, r: ChatRequest) -> tuple:
         temperature = self.default_temperature if r.temperature is None else r.temperature
@@ -241,6 +251,12 @@ class TransformersLLM:
 
             # A processor holds per-row matcher state, so it is never reused across calls.
             kwargs["logits_processor"] = [LogitsProcessor([self._grammar(r.json_schema or {}) for r in requests])]
+        deadlines = None
+        if any_deadline(requests):
+            from transformers import StoppingCriteriaList
+
+            deadlines = deadline_criteria(requests, width, self.eos_ids)
+            kwargs["stopping_criteria"] = StoppingCriteriaList([deadlines])
         # A fixed seed stream, advanced per call: reproducible, yet a retry is a fresh draw.
         call_seed = seed if seed is not None else (None if self.seed is None else self.seed + self._calls)
         self._calls += 1
@@ -248,7 +264,10 @@ class TransformersLLM:
             if call_seed is not None:
                 torch.manual_seed(call_seed)
             generated = self.model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
-        return [self._completion(row[width:].tolist(), len(p), max_new) for row, p in zip(generated, prompts)]
+        out = [self._completion(row[width:].tolist(), len(p), max_new) for row, p in zip(generated, prompts)]
+        for i in deadlines.cut if deadlines is not None else ():  # stopped by its caller's deadline, unfinished
+            out[i] = replace(out[i], finish_reason="timeout")
+        return out
 
     def _completion(self, tokens: list[int], prompt_tokens: int, max_new: int) -> Completion:
         """Cut a row at its first end token; the end token counts as generated, padding does not."""
