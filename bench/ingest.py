@@ -2,6 +2,7 @@
 
     python bench/ingest.py [--teams 12] [--groups 100] [--workers 1,2,4] [--backends sqlite,postgresql]
                            [--out DIR] [--set k=v ...] [--stream PATH | --timeqa DIR] [--real-groups 30]
+    python bench/ingest.py --growth 500,10000   # a dense team's groups/s as its bank grows (the default updater)
 
 1. A generated stream (``memgraft.collab.data.generator``; ``--teams`` x ``--groups``
    groups, about 5 memories each) written to ``<out>/data``.
@@ -306,7 +307,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--real-groups", type=int, default=30, help="the real stream's first N groups per team")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="first wait up to this long for the rest of the machine to go idle")
+    parser.add_argument("--growth", default=None, metavar="SIZES",
+                        help="instead: one dense team's groups/s with the default updater at these bank sizes "
+                             "(e.g. 500,10000), as a ratio (bench/ingest_growth.py)")
     args = parser.parse_args(argv)
+    if args.growth:
+        from bench.ingest_growth import main as growth
+
+        return growth(["--sizes", args.growth, "--profile", args.profile,
+                       *(x for o in args.overrides for x in ("--set", o))])
 
     from memgraft.collab.data.generator import generate
     from memgraft.config import load_settings

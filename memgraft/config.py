@@ -180,6 +180,9 @@ class HiCoMERSettings(_Section):
     # A memory supersedes one subject's memories: of those it would revise, one the judge reads as about another
     # subject than the memory it contradicts most surely is judged again without it (memgraft.collab.maintain.judge).
     judge_one_subject: bool = True
+    # subject first (memgraft.collab.maintain.subject): a memory naming another subject never supersedes, one stating the
+    # same value agrees, and a decision that names the value it replaces ("instead of X") supersedes what states X
+    judge_subject_first: bool = True
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
     validity_scorer: str = "state"

@@ -104,7 +104,9 @@ def test_a_record_supersedes_one_subjects_memories_the_one_it_contradicts_most_s
     assert default.one_subject
     targets = [Target("inter", m, (new,), new.time) for m in (old, note, air)]
     off = replace(default, one_subject=False).judge(targets)
-    assert [j.action for j in off] == [Action.revise] * 3  # without the rule the Air Staff's chief goes too
+    # the subject reading alone keeps the Air Staff's chief: it names neither Siemens nor its CEOs
+    assert [j.action for j in off] == [Action.revise, Action.revise, Action.keep]
+    assert "another subject" in off[2].reason
     on = default.judge(targets)
     assert [j.action for j in on] == [Action.revise, Action.revise, Action.keep]
     assert on[2].relation is not Relation.contradiction

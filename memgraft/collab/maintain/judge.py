@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import rules, values
+from memgraft.collab.maintain import rules, subject, values
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
 from memgraft.collab.maintain.weights import read_weights, save_weights, weights_path
@@ -272,6 +272,7 @@ class JudgePolicy:
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
     coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it
     one_subject: bool = True  # a memory supersedes one subject's memories (the one it contradicts most surely)
+    subject_first: bool = True  # read who each memory is about before judging (memgraft.collab.maintain.subject)
 
     @classmethod
     def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
@@ -279,7 +280,8 @@ class JudgePolicy:
         """The policy over ``model`` with ``hicomer``'s threshold and second-opinion blend (``second``: its encoder)."""
         return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
                    second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight,
-                   coexisting=hicomer.judge_coexisting, one_subject=hicomer.judge_one_subject)
+                   coexisting=hicomer.judge_coexisting, one_subject=hicomer.judge_one_subject,
+                   subject_first=hicomer.judge_subject_first)
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
@@ -351,9 +353,7 @@ class JudgePolicy:
         keep = target.memory.maintained
         if not scored:
             return Judgement(Relation.neutral, Action.keep, keep, "nothing to judge against")
-        # a pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value
-        contra = [(float(p[2]), r) for p, r in scored if p[2] >= self.threshold
-                  or (p[1] > p[0] and values.list_change(target.memory.maintained, r.maintained))]
+        contra, elsewhere = self._contradictions(target, scored)
         beside = self._beside(target.memory, scored, {r.memory_id for _, r in contra}) \
             if contra and self.coexisting else None
         if beside is not None:  # its own group states it again: the conflicts read there are with other subjects
@@ -366,11 +366,50 @@ class JudgePolicy:
                                  f"superseded by {ref.memory_id} (p={p:.2f})", reference=ref)
             return Judgement(Relation.contradiction, Action.keep, keep,
                              f"conflicts with {ref.memory_id} (p={p:.2f}), which cannot overrule it")
+        if elsewhere:
+            p, ref = max(elsewhere, key=lambda x: x[0])
+            return Judgement(Relation.neutral, Action.keep, keep,
+                             f"read as conflicting with {ref.memory_id} (p={p:.2f}), which names another subject")
         agree = [(float(p[1]), r) for p, r in scored if p[1] > p[0]]
         if agree:
             p, ref = max(agree, key=lambda x: x[0])
             return Judgement(Relation.compatible, Action.keep, keep, f"agrees with {ref.memory_id} (p={p:.2f})")
         return Judgement(Relation.neutral, Action.keep, keep, "no memory on the same subject and attribute")
+
+    def _contradictions(self, target: Target, scored: list[tuple[np.ndarray, Memory]]
+                        ) -> tuple[list[tuple[float, Memory]], list[tuple[float, Memory]]]:
+        """The references that contradict the target, and those the judge read so but that name another subject.
+
+        Subject first (:mod:`memgraft.collab.subject`): a reference naming another subject never contradicts;
+        one stating the target's own value agrees, whatever the judge read; one saying in words that the
+        target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
+        and one that names another value it replaces contradicts only memories stating that one.
+        A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value."""
+        a = target.memory.maintained
+        contra, elsewhere = [], []
+        for p, r in scored:
+            b = r.maintained
+            judged = p[2] >= self.threshold or (p[1] > p[0] and values.list_change(a, b))
+            if not self.subject_first:
+                if judged:
+                    contra.append((float(p[2]), r))
+                continue
+            if subject.another_subject(a, b):
+                if judged:
+                    elsewhere.append((float(p[2]), r))
+                continue
+            old = subject.replaces(b, a)
+            if old is None and subject.names_another_target(b, a):
+                continue
+            if old is not None and (target.level == "intra" or subject.shared_topic(b, a, old) >= 0.5
+                                    or subject.names_only(a, old)):
+                contra.append((max(float(p[2]), 0.99), r))
+            elif r.type == "team" and subject.changes(b) and subject.shared_topic(b, a, subject.read(a).value) >= 0.6 \
+                    and subject.new_value(b, a):
+                contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
+            elif judged and not subject.same_value(a, b):
+                contra.append((float(p[2]), r))
+        return contra, elsewhere
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]

@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
-from memgraft.collab.maintain import carry
+from memgraft.collab.maintain import carry, subject
 from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
@@ -150,8 +150,7 @@ class Updater:
             self.bank.embedder.encode(changed)  # a MemoEmbedder keeps them for the write
         return decisions, len(history)
 
-    @staticmethod
-    def _carry(intra: list[Target], intra_j: list[Judgement], inter: list[Target],
+    def _carry(self, intra: list[Target], intra_j: list[Judgement], inter: list[Target],
                inter_j: list[Judgement]) -> list[Judgement]:
         """Earlier memories that state, word for word, a value the intra step just overruled are superseded
         by the same memory (:mod:`memgraft.collab.maintain.carry`), when the judge kept them."""
@@ -162,6 +161,9 @@ class Updater:
         out = []
         for t, j in zip(inter, inter_j):
             o = carry.carried(t.memory, found) if j.action is Action.keep and t.memory.valid else None
+            if o is not None and self.settings.judge_subject_first and \
+                    subject.another_subject(t.memory.maintained, o.by.maintained):
+                o = None  # the value is another subject's too: "San Francisco" is not only Holtzman's
             if o is not None and may_revise(t.memory, o.by):
                 j = normalise(t, Relation.contradiction, Action.revise, "",
                               f"states {' '.join(o.value)!r}, which {o.note.memory_id} stated and "

@@ -1,0 +1,308 @@
+"""Who a memory is about, and what value it states: read once per text, before any judge decides.
+
+Why: in a real team hundreds of subjects share an attribute ("the head coach of ...", "the
+political party of ..."), and a pair judge that reads one pair at a time retires one
+subject's current memory with another subject's record ("the political party of Steele
+Hall is Liberal Party" by "... of Walter Veltroni is Democrats of the Left"). Graphiti
+resolves entities before it invalidates an edge between them; here a memory is read into
+
+* its **value**: what it states, the words after the last thing that opens a value ("?",
+  ":", "=", a dash, "is", "was", "as") once a kind tag ("Log:"), a trailing hedge (", as
+  far as I know") and a replacement clause ("instead of X") are cut; in prose without such
+  an opener, its last run of names;
+* its **names**: the runs of capitalised words and numbered names ("U-38", "Class 15",
+  "Pelican (Fabergé egg)"), years and months left out (a date says when, not who). The
+  value's own names count too: an informal note puts its value first ("I'd go with Claudio
+  Ranieri for the head coach of Inter Milan"), and a whole run must match, so a shared
+  value never makes two subjects one ("Dennis Berry" does not name "Dennis Quaid");
+* the **old values it replaces**: what follows "instead of", "rather than", "in place of",
+  "replacing", "replaces", "no longer", "no more", "stopped", "from X to Y".
+
+A pair is about *another subject* when both name a subject before their values and no name of
+one (the values' included) matches a name of the other. Names match whole or in part (a surname, "Gibbons", names "Leeza
+Gibbons"), spelt almost alike (a typo, "Minan Canth"; accents, "Sokolowsko") but never with
+other numbers ("U-38" is not "U-120"). A pair is *unsure* when either names no subject
+(lower-case questions, "the place", a description): the judge decides those, as before.
+
+Nothing here reads a template's words: openers and replacement words are English
+function words, and names are read off capitals and digits.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memgraft.collab.maintain import rules
+
+# a time or a measure is one word ("14:00", "37 °C"), so its colon opens no value and its unit names no one
+_TOKEN = re.compile(r"\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
+_OPENERS = frozenset({"?", ":", "=", "—", "–", "is", "was", "are", "were", "as", "be", "been", "remains", "became",
+                      "becomes", "to"})
+_STRONG_OPENERS = frozenset({"?", ":", "=", "—", "–"})
+_CLOSERS = frozenset({".", ",", ";", "!", "(", ")", '"'})
+_JOINERS = frozenset({"of", "de", "the", "and", "von", "van", "du", "la", "le", "da", "al", "bin", "del", "der", "&"})
+_MONTHS = frozenset("january february march april may june july august september october november december "
+                    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
+                    "saturday sunday".split())
+# words a capital opens a sentence with that are not names ("Which", "Record", "Tell")
+_NOT_NAMES = rules.STOP_WORDS | frozenset(
+    "record note log confirmed checked observation q a name tell give list find identify will please".split())
+_REPLACED = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing)(?!\s+(?:by|with)\b)|no\s+longer(?:\s+(?:use|uses|using|on|at|in))?|"
+    r"no\s+more|stopp?(?:ed|ing)?\s+(?:using|ordering|running|doing)?|dropp?(?:ed|ing)?|retir(?:ed|ing)|"
+    r"(?<!\w)from(?=\s+\S+(?:\s+\S+){0,4}\s+to\b))\s+(?P<old>[^.;,!?]{1,80}?)(?=\s+(?:to|with|for|in|on|at|from|"
+    r"by|as|is|are|was|were|starting|effective)\b|[.;,!?)]|$)"
+    r"|(?:,\s*|\(\s*)(?:not|from)\s+(?P<not>[^.;,!?()]{1,80}?)(?=\s*[.;,!?)]|$)", re.IGNORECASE)
+# "Buffer X is replaced by buffer Y", "Airflow is out", "Thursdays are done": the old value stands before the verb
+_REPLACED_BY = re.compile(r"(?:^|[.;,!?:]\s+)(?P<old>[^.;,!?:]{1,80}?)\s+(?:is|are|was|were|has\s+been|have\s+been|"
+                          r"will\s+be|gets|got)\s+(?:replaced\s+(?:by|with)\b|(?:out|done|over|gone|retired|"
+                          r"deprecated|dropped|discontinued)(?=\s*(?:[.;,!?]|$|and\b|now\b)))", re.IGNORECASE)
+# a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
+_CHANGE = re.compile(r"\b(?:now|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
+                     r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
+                     r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
+                     r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
+_HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)\s*[.!]?$",
+                    re.IGNORECASE)
+_NAMES_ITS_TARGET = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing))\b", re.IGNORECASE)
+NEAR = 0.8  # spelling similarity at which two name words are one name (a typo, a dropped accent)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one memory text says: its subject's name runs, its value, the old values it says are replaced."""
+
+    names: tuple[tuple[str, ...], ...]  # every name run, the value's too
+    subject: tuple[tuple[str, ...], ...]  # the runs that start before the value: who it is about
+    value: tuple[str, ...]
+    replaced: tuple[tuple[str, ...], ...]
+
+
+def fold(word: str) -> str:
+    """Lower case without accents: "Sokołowsko" and "Sokolowsko" spell one name."""
+    decomposed = unicodedata.normalize("NFKD", word.lower().replace("ł", "l").replace("ø", "o").replace("’", "'"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).rstrip(".")
+
+
+def _is_word(tok: str) -> bool:
+    return tok[:1].isalnum()
+
+
+def _is_name(tok: str, first: bool, nxt: str) -> bool:
+    """A capitalised word or a word with a digit; at a sentence's start only when the next word is one too."""
+    if not _is_word(tok) or tok == "I":
+        return False
+    if any(c.isdigit() for c in tok):
+        return True
+    if not tok[:1].isupper() and not any(c.isupper() for c in tok[1:]):
+        return False
+    if fold(tok) in _NOT_NAMES:
+        return False
+    return not first or (nxt[:1].isupper() and fold(nxt) not in _NOT_NAMES)
+
+
+def _is_date(run: tuple[str, ...]) -> bool:
+    return all(w.rstrip("s") in _MONTHS or (w.isdigit() and (len(w) == 4 or len(w) <= 2)) or w in {"th", "st", "nd"}
+               for w in run)
+
+
+def _runs(toks: list[str]) -> list[tuple[int, int]]:
+    """(start, end) token spans of name runs; "of", "de" may join two capitalised words."""
+    spans: list[tuple[int, int]] = []
+    start = None
+    i = 0
+    while i < len(toks):
+        first = i == 0 or toks[i - 1] in {".", "?", "!", ":", '"'}
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if _is_name(toks[i], first, nxt):
+            if start is None:
+                start = i
+            i += 1
+            continue
+        if start is not None and fold(toks[i]) in _JOINERS and i + 1 < len(toks) and \
+                _is_name(toks[i + 1], False, ""):
+            i += 1
+            continue
+        if start is not None and toks[i] == "(" and ")" in toks[i:i + 8]:  # "Pelican (Fabergé egg)": one name
+            i = toks.index(")", i) + 1
+            continue
+        if start is not None:
+            spans.append((start, i))
+            start = None
+        i += 1
+    if start is not None:
+        spans.append((start, len(toks)))
+    return spans
+
+
+def _words(toks: list[str]) -> tuple[str, ...]:
+    return tuple(fold(t) for t in toks if _is_word(t))
+
+
+@lru_cache(maxsize=65536)
+def _read(text: str) -> Reading:
+    body = _HEDGE.sub("", rules.strip_label(text).strip())
+    found = [*_REPLACED.finditer(body), *_REPLACED_BY.finditer(body)]
+    replaced = tuple(w for w in (_words(_TOKEN.findall(m.group("old") or m.groupdict().get("not") or ""))
+                                 for m in found) if w)
+    main = _REPLACED_BY.sub(" ", _REPLACED.sub(" ", body))
+    toks = _TOKEN.findall(main)
+    while toks and not _is_word(toks[-1]):
+        toks.pop()
+    runs = _runs(toks)
+    # the value: after the last strong opener ("?", ":", "="); else the last "is"/"was"/"as"; else the last name run
+    cut = next((i for i in range(len(toks) - 1, -1, -1) if toks[i] in _STRONG_OPENERS), None)
+    if cut is None:
+        cut = next((i for i in range(len(toks) - 1, -1, -1) if fold(toks[i]) in _OPENERS), None)
+    if cut is None and runs:
+        cut = runs[-1][0] - 1
+    start = (cut + 1) if cut is not None else len(toks)
+    while start < len(toks) and fold(toks[start]) in {"still", "now", "currently", "already", "again", "the", "a",
+                                                      "an"}:
+        start += 1
+    value = _words(toks[start:])
+    names, subject_ = [], []
+    for s_, e in runs:
+        run = tuple(w for w in _words(toks[s_:e]) if w not in _JOINERS)
+        if run and not _is_date(run):
+            names.append(run)
+            if s_ < start:
+                subject_.append(run)
+    return Reading(tuple(names), tuple(subject_), value, replaced)
+
+
+def read(text: str) -> Reading:
+    return _read(text[: rules.READ_CHARS])
+
+
+def _near(x: str, y: str) -> bool:
+    """One word, or the same word with a typo: same first letter, long enough, no digits, not a day or month."""
+    if x == y:
+        return True
+    if any(c.isdigit() for c in x + y) or len(x) < 5 or len(y) < 5 or x[0] != y[0]:
+        return False
+    if x.rstrip("s") in _MONTHS or y.rstrip("s") in _MONTHS:
+        return False
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= NEAR
+
+
+def names_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """One name run names the other's subject: every word of the shorter is (almost) a word of the longer,
+    and their numbers agree."""
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    digits_a = {w for w in a if any(c.isdigit() for c in w)}
+    digits_b = {w for w in b if any(c.isdigit() for c in w)}
+    if digits_a and digits_b and digits_a != digits_b:
+        return False
+    alpha = [w for w in short if not any(c.isdigit() for c in w)]
+    if not alpha:
+        return bool(digits_a) and digits_a == digits_b
+    return all(any(_near(w, v) for v in long_) for w in alpha)
+
+
+def same_subject(a: str, b: str) -> bool | None:
+    """True: a name of one matches a name of the other; False: both name a subject before their values, and no
+    name of one matches one of the other (another subject); None: either names none (unsure). A value alone never
+    makes another subject: "Deploys happen at Acme" and "Deploys now happen at Globex" are one subject."""
+    ra, rb = read(a), read(b)
+    if any(names_match(x, y) for x in ra.names + ra.replaced for y in rb.names + rb.replaced):
+        return True  # what one says is replaced is what the other is about: "Airflow is out" / "... to Airflow"
+    if not ra.subject or not rb.subject:
+        return None
+    return False
+
+
+def another_subject(a: str, b: str) -> bool:
+    return same_subject(a, b) is False
+
+
+def same_value(a: str, b: str) -> bool:
+    """Both state one value (folded words, a typo allowed in a long word), and neither says it is replaced."""
+    ra, rb = read(a), read(b)
+    if not _strong(ra.value) or not _strong(rb.value) or len(ra.value) != len(rb.value):
+        return False
+    if any(_stated(ra.value, old) for old in rb.replaced) or any(_stated(rb.value, old) for old in ra.replaced):
+        return False
+    return all(_near(x, y) for x, y in zip(ra.value, rb.value))
+
+
+def content(words: tuple[str, ...]) -> tuple[str, ...]:
+    """Words that name something: not function words, but a lone letter stays ("Compound A")."""
+    return tuple(w for w in words if w not in rules.STOP_WORDS or len(w) == 1)
+
+
+def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
+    words = content(old)
+    return bool(words) and all(any(_near(w, v) or _plural(w, v) for v in value) for w in words)
+
+
+def _plural(x: str, y: str) -> bool:
+    return x.rstrip("s") == y.rstrip("s") and len(x.rstrip("s")) >= 3
+
+
+def replaces(newer: str, older: str) -> tuple[str, ...] | None:
+    """The old value ``newer`` says is replaced ("instead of Tuesdays", "Buffer Y replaces buffer X") when ``older``
+    states it and ``newer`` does not state it as its own value; None otherwise."""
+    rn = read(newer)
+    if not rn.replaced:
+        return None
+    older_words = _words(_TOKEN.findall(rules.strip_label(older)))
+    ro = read(older)
+    for old in rn.replaced:
+        words = content(old)
+        if not words or any(old == o for o in ro.replaced):
+            continue
+        if all(any(_near(w, v) or _plural(w, v) for v in older_words) for w in words) and not _stated(rn.value, old):
+            return old
+    return None
+
+
+def shared_topic(newer: str, older: str, old_value: tuple[str, ...]) -> float:
+    """Share of ``older``'s words, its replaced value aside, that ``newer`` also has: "Deploys of the mobile app
+    happen on Tuesdays" shares half its words with "Web deploys now happen on Thursdays instead of Tuesdays"."""
+    drop = set(old_value)
+    older_words = [w for w in content(_words(_TOKEN.findall(rules.strip_label(older)))) if w not in drop and len(w) > 1]
+    newer_words = content(_words(_TOKEN.findall(rules.strip_label(newer))))
+    if not older_words:
+        return 0.0
+    return sum(any(w == v or _plural(w, v) for v in newer_words) for w in older_words) / len(older_words)
+
+
+def names_another_target(newer: str, older: str) -> bool:
+    """``newer`` says which value it replaces ("instead of Tuesdays", "replaces buffer X"), and ``older`` does not
+    state it: a decision that names what it replaces replaces that, not "Deploys of the mobile app happen on
+    Mondays" beside it."""
+    rn = read(newer)
+    return bool(rn.replaced) and bool(_NAMES_ITS_TARGET.search(newer[: rules.READ_CHARS])) and \
+        replaces(newer, older) is None
+
+
+def _strong(value: tuple[str, ...]) -> bool:
+    """A value that can tell two statements apart: a word of two letters or more, or a whole number."""
+    return any(len(w) >= 2 and not w.isdigit() or (w.isdigit() and len(w) >= 2 and not w.startswith("0"))
+               for w in value)
+
+
+def changes(newer: str) -> bool:
+    """``newer`` states a change of what held ("moves to", "from now on", "cut to 30 days")."""
+    return bool(_CHANGE.search(rules.strip_label(newer)[: rules.READ_CHARS]))
+
+
+def names_only(older: str, old_value: tuple[str, ...]) -> bool:
+    """``older`` names nothing but the value ``newer`` replaces ("We track all work in Jira." for "We stopped using
+    Jira"): a memory about that value, whatever else its words are."""
+    names = read(older).names
+    return bool(names) and all(all(any(_near(w, v) or _plural(w, v) for v in old_value) for w in n) for n in names)
+
+
+def new_value(newer: str, older: str) -> bool:
+    """``newer`` states a value ``older`` does not state, and does not state ``older``'s."""
+    rn, ro = read(newer), read(older)
+    if not _strong(rn.value) or not _strong(ro.value):
+        return False
+    newer_words = _words(_TOKEN.findall(rules.strip_label(newer)))
+    return not _stated(newer_words, content(ro.value)) and not _stated(_words(_TOKEN.findall(older)), content(rn.value))

@@ -1,0 +1,122 @@
+"""Subject first: a record supersedes only memories about its own subject, and a decision in people's words
+replaces the one it names. Each case is a failure seen on dense real teams or through the service."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memgraft.collab.maintain import subject
+from memgraft.collab.api import CollabMemory
+from memgraft.collab.maintain.judgement import Target
+from memgraft.collab.maintain.policies import make_policy
+from memgraft.collab.types import Action, Relation
+from tests.collab_bank_helpers import mem
+
+# (current memory of one subject, a newer record of another subject with the same attribute)
+ANOTHER_SUBJECT = [
+    ("The political party of Steele Hall is Liberal Party.",
+     "The political party of Walter Veltroni is Democrats of the Left."),
+    ("Record from 2011: the head coach of Calcio Catania is Vincenzo Montella.",
+     "Record from 2012: the head coach of UD Las Palmas is Sergio Lobera."),
+    ("The owner of Pelican (Fabergé egg) is Virginia Museum of Fine Arts.",
+     "The owner of Rock Crystal (Fabergé egg) is Cleveland Museum of Art."),
+    ("Ludwig Mond worked for Brunner Mond & Company.", "The employer of Ludwig Martens is Soviet government."),
+    ("From my notes: Who commanded the U-38 = Heinrich Schuch", "Who commanded the U-120? Hans Fiedler."),
+    ("Record from 1982: the spouse of Anna Karina is Dennis Berry.",
+     "Q: Tell me the spouse of Dennis Quaid? A: Kimberly Buffington"),
+]
+
+
+@pytest.fixture(scope="module")
+def default(settings, embedder):
+    return make_policy(settings, embedder=embedder)  # the product default: the pair judge and its second opinion
+
+
+def judge(policy, target, *refs, level="inter"):
+    [j] = policy.judge([Target(level, target, tuple(refs), max(r.time for r in refs))])
+    return j
+
+
+@pytest.mark.parametrize("current,other", ANOTHER_SUBJECT)
+def test_another_subjects_record_never_retires_a_current_memory(default, current, other):
+    assert subject.another_subject(current, other)
+    j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=2))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The spouse of Leeza Gibbons is Michael Gibbons.", "As of 2011, To whom was Gibbons married to? Steven Fenton."),
+    ("The work location of Minna Canth is Jyväskylä.", "The work location of Minan Canth is Kuopio."),  # a typo
+    ("Record from 2014: the head coach of Inter Milan is Walter Mazzarri.",
+     "The head coach of Inter Milan is Roberto Mancini."),
+])
+def test_the_same_subject_named_in_part_or_misspelt_is_still_superseded(default, old, new):
+    assert subject.same_subject(old, new) is True
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=2))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default):
+    old = "Checked again: What country owned the health resort Sokolowsko? Poland."
+    new = "The country of Sokołowsko is Poland."
+    assert subject.same_value(old, new)
+    assert judge(default, mem("old", "individual", old), mem("new", "team", new, years=1)).action is Action.keep
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Deploys happen on Tuesdays.", "Deploys now happen on Thursdays instead of Tuesdays."),
+    ("Use buffer X for all binding assays.", "Buffer Y replaces buffer X in the binding assays from today."),
+    ("Stand-up is at 9:30 every day.", "We moved stand-up from 9:30 to 10:00."),
+    ("Buffer X is used for the binding assays.", "Buffer X is replaced by buffer Y in the binding assays."),
+])
+def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+def test_a_replacement_names_what_it_replaces_and_leaves_the_rest_alone(default):
+    web = "Web deploys now happen on Thursdays instead of Tuesdays."
+    mobile = mem("mobile", "team", "Deploys of the mobile app happen on Mondays.")
+    assert judge(default, mobile, mem("web", "team", web, years=1)).action is Action.keep
+
+
+def test_a_stale_note_in_the_group_that_drops_its_subject_is_revised(default):
+    team = mem("t", "team", "We stopped using Compound A; synthesis runs use Compound B from now on.")
+    note = mem("n", "individual", "Ordered more Compound A for next week's synthesis run.")
+    j = judge(default, note, team, level="intra")
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+T0 = datetime(2026, 1, 6, 9, tzinfo=timezone.utc)
+
+
+def group(team, gid, days, *memories):
+    return {"team": team, "group_id": gid, "time": (T0 + timedelta(days=days)).isoformat(),
+            "memories": [{"memory_id": m, "type": "team", "author": "lead", "content": c} for m, c in memories]}
+
+
+def test_deploy_day_changes_twice_and_the_current_day_ranks_first(settings, embedder, tmp_path):
+    """Through the library's default path (the service's): Tuesday, then Thursday instead of Tuesday, then Friday
+    instead of Thursday. Once read as compatible (both stayed valid), then "nothing to judge against"."""
+    cm = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    cm.add_group(group("ops", "g1", 0, ("tue", "Deploys happen on Tuesdays."),
+                       ("mobile", "Deploys of the mobile app happen on Mondays.")))
+    cm.add_group(group("ops", "g2", 30, ("thu", "Deploys now happen on Thursdays instead of Tuesdays.")))
+    cm.add_group(group("ops", "g3", 60, ("fri", "From now on deploys happen on Fridays instead of Thursdays.")))
+    valid = {m.memory_id: m.valid for m in cm.memories("ops")}
+    assert valid == {"tue": False, "thu": False, "fri": True, "mobile": True}
+    ranked = cm.search("ops", "Which day do deploys happen?")
+    top = ranked[0].memory if hasattr(ranked[0], "memory") else ranked[0][0]
+    assert top.memory_id == "fri"
+    cm.close()
+
+
+def test_one_teams_record_never_touches_another_teams_memory(settings, embedder, tmp_path):
+    cm = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    cm.add_group(group("lab-a", "a1", 0, ("a-coach", "The head coach of Inter Milan is Walter Mazzarri.")))
+    cm.add_group(group("lab-b", "b1", 1, ("b-coach", "The head coach of Inter Milan is Roberto Mancini.")))
+    assert all(m.valid for m in cm.memories("lab-a"))
+    assert cm.bank.decisions("lab-a") == [] or all(d.action is Action.keep for d in cm.bank.decisions("lab-a"))
+    cm.close()
