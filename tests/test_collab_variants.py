@@ -223,3 +223,27 @@ def test_variants_cli_writes_the_four_files(tmp_path, capsys):
     assert json.loads((out / "report.json").read_text())["teams"] == 1
     assert variants.main(["--source", "decisions", "--split", "test", "--out", str(tmp_path / "d")]) == 0
     assert "SituatedQA dev-dev, noisy" in capsys.readouterr().err
+
+
+@needs_data
+def test_eval_collab_names_the_real_team_rows_by_source_variant_and_split():
+    from memgraft.eval.__main__ import _collab_datasets
+
+    rows = _collab_datasets(None, False, 8, 0, None, "val", 6, None, 30, suite="real-team", split="dev")
+    titles = [t for t, _ in rows]
+    assert len(titles) == 2 * len(variants.VARIANTS) + 1
+    assert titles[0].startswith("TimeQA val-dev, dense (one team of") and "SituatedQA dev-dev, two-teams" in titles[7]
+    assert titles[-1].startswith("team decisions (dev), 3 teams")
+    only = _collab_datasets(None, False, 8, 0, None, "val", 6, None, 30, variant="decisions", split="test")
+    assert [t for t, _ in only] == [variants.title("decisions", "test", "dense", decisions.build("test"))]
+    with pytest.raises(ValueError, match="unknown real-team rows"):
+        _collab_datasets(None, False, 8, 0, None, "val", 6, None, 30, variant="dense,shuffled")
+
+
+def test_eval_collab_refuses_an_unknown_variant_before_loading_models():
+    from typer.testing import CliRunner
+
+    from memgraft.eval.__main__ import app
+
+    res = CliRunner().invoke(app, ["collab", "--variant", "shuffled"])
+    assert res.exit_code == 2 and "unknown real-team rows" in res.output

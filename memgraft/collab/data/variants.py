@@ -131,6 +131,28 @@ def title(source: str, split: str, variant: str, data: Dataset) -> str:
     return f"{where}, {variant} ({shape})"
 
 
+ROWS = (*VARIANTS, "decisions")  # what ``python -m memgraft.eval collab --variant`` may name
+
+
+def real_team_rows(split: str = "test", names: Sequence[str] = ROWS, sources: Sequence[str] = ("timeqa", "situatedqa"),
+                   *, pages: int | None = None, questions: int | None = None,
+                   seed: int = 0) -> list[tuple[str, Dataset]]:  # fmt: skip
+    """The eval's real-team rows: each variant of each source on ``split``, then the decisions set; ``pages`` /
+    ``questions`` cap the TimeQA pages / SituatedQA question ids read (a bounded check)."""
+    unknown = [n for n in names if n not in ROWS] + [s for s in sources if s not in SOURCES[:2]]
+    if unknown:
+        raise ValueError(f"unknown real-team rows {unknown}; variants: {', '.join(ROWS)}; sources: timeqa, situatedqa")
+    out = []
+    for source in sources:
+        for name in (n for n in names if n in VARIANTS):
+            data = build_variant(source, split, name, seed=seed, limit=pages if source == "timeqa" else questions)
+            out.append((title(source, split, name, data), data))
+    if "decisions" in names:
+        data = build_variant("decisions", split, seed=seed)
+        out.append((title("decisions", split, "dense", data), data))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m memgraft.collab.data.variants", description=__doc__.split("\n")[0])
     p.add_argument("--source", choices=SOURCES, required=True)
