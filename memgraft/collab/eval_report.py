@@ -85,7 +85,7 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
     info = report.info
     con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
               f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"
-              + (" (one team: the scorer trained on the scored team's own questions)" if info.get("same_teams") else "")
+              + (" (no held-out team: the scorer trained on the scored teams' own questions)" if info.get("same_teams") else "")
               + "; scorer training: " + ", ".join(f"{b}: {s['pairs']} pairs, loss {s['first_loss']:.3f} -> "
                                                   f"{s['last_loss']:.3f}" for b, s in report.scorer_training.items()
                                                   if s.get("first_loss") is not None))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -208,7 +209,10 @@ def collab(
     written = {}
     for i, (title, dataset) in enumerate(sources):
         try:
-            result = evaluate.run_eval(dataset, settings, Path(workdir) / f"d{i}", options, embedder=embedder,
+            # real-team rows: every team's questions are scored (two teams holding the same subjects are both
+            # asked); the learned scorer, when named, then trains on the scored questions and the table says so
+            row_options = replace(options, test_fraction=1.0) if dataset.info.get("real_team") else options
+            result = evaluate.run_eval(dataset, settings, Path(workdir) / f"d{i}", row_options, embedder=embedder,
                                        reranker=reranker, log=lambda s: typer.echo(s, err=True))
         except ValueError as err:
             typer.echo(f"collab: {err}", err=True)

@@ -150,6 +150,8 @@ def real_team_rows(split: str = "test", names: Sequence[str] = ROWS, sources: Se
     if "decisions" in names:
         data = build_variant("decisions", split, seed=seed)
         out.append((title("decisions", split, "dense", data), data))
+    for _, data in out:
+        data.info["real_team"] = True  # the eval scores every team's questions (no team is held out to train)
     return out
 
 
