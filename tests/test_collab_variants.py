@@ -247,3 +247,11 @@ def test_eval_collab_refuses_an_unknown_variant_before_loading_models():
 
     res = CliRunner().invoke(app, ["collab", "--variant", "shuffled"])
     assert res.exit_code == 2 and "unknown real-team rows" in res.output
+
+
+@needs_data
+def test_noisy_situatedqa_gets_typos_in_its_questions_words_too():
+    data = _variant("situatedqa", "noisy")
+    kinds = [k for m in data.memories for k in m["noise"]]
+    assert "typo-name" in kinds and "typo-value" in kinds
+    assert 0.2 <= sum(bool(m["noise"]) for m in data.memories) / len(data.memories) <= 0.45

@@ -185,6 +185,12 @@ def short_names(name: str, attribute: str | None, note: bool) -> list[str]:
     return out
 
 
+def _subject_word(question: str, text: str) -> str:
+    """The longest word of the question that the text writes too (what names the subject where no name is given)."""
+    words = sorted((w for w in re.findall(r"[^\W\d_]{6,}", question) if w in text), key=lambda w: (-len(w), w))
+    return words[0] if words else ""
+
+
 def noisy_text(memory: Row, text: str, rng: random.Random, rate: float = 0.3) -> tuple[str, list[str]]:
     """``text`` with, at ``rate``, a typo (in the value or the name) or an extra clause; and the subject's name
     shortened, at ``rate`` in a note and a third of it in a record. Returns the text and what was done."""
@@ -200,7 +206,8 @@ def noisy_text(memory: Row, text: str, rng: random.Random, rate: float = 0.3) ->
             done.append(f"short:{short}")
     if rng.random() < rate:
         kind = rng.choice(("typo-value", "typo-name", "clause"))
-        changed = _typo_in(text, value if kind == "typo-value" else name, rng) if kind != "clause" else None
+        subject = name or _subject_word(str(phrase.get("question") or ""), text)  # no name: the question's longest word
+        changed = _typo_in(text, value if kind == "typo-value" else subject, rng) if kind != "clause" else None
         if changed is None:
             changed, kind = _with_clause(text, rng), "clause"
         text = changed
