@@ -8,6 +8,8 @@
     python -m memgraft.eval collab          # generated, TimeQA val pages, SituatedQA dev: each a table
     python -m memgraft.eval collab --generate --updater rules --answers 10
     python -m memgraft.eval collab --timeqa ../shared/data/timeqa-train/human_annotated_train.json --timeqa-split val
+    python -m memgraft.eval collab --suite real-team --split test   # dense, prose, noisy, two teams, decisions
+    python -m memgraft.eval collab --variant dense,decisions --split dev --pages 10 --sq-questions 40
     python -m memgraft.eval collab --data DATASET_DIR --updater llm --set models.llm=CHECKPOINT
     python -m memgraft.eval collab --generate --banks-url postgresql://USER@HOST/DB   # the banks in PostgreSQL
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -112,12 +115,16 @@ def score(
 
 
 def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, questions_limit,
-                     one_wording=False):
-    """(title, dataset) pairs to score; with no source named, the generated stream and both real conversions."""
+                     one_wording=False, suite=None, variant=None, split="test", team_sources="timeqa,situatedqa"):
+    """(title, dataset) pairs to score; with no source named, the generated stream, both real conversions (the
+    development sets) and the real-team rows on the held-out test split."""
     from memgraft.collab.data import read_dataset
+    from memgraft.collab.data import variants as real_team
     from memgraft.collab.train.judge_data import SHARED_DATA
 
-    everything = not (data or generate or timeqa or situatedqa)
+    if suite not in (None, "real-team"):
+        raise ValueError(f"--suite must be real-team, not {suite!r}")
+    everything = not (data or generate or timeqa or situatedqa or suite or variant)
     out = []
     if data:
         out.append((f"dataset {data}", read_dataset(data)))
@@ -130,13 +137,19 @@ def _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, s
 
         path = timeqa or str(SHARED_DATA / "timeqa-train" / "human_annotated_train.json")
         pages_ = tq.select_split(tq.load_pages(path, pages), timeqa_split)
-        out.append((f"TimeQA ({timeqa_split} pages of {Path(path).name}{', one wording' if one_wording else ''})",
+        dev = " (development set: rules were developed on it)" if timeqa_split == "val" else ""
+        out.append((f"TimeQA ({timeqa_split} pages of {Path(path).name}{', one wording' if one_wording else ''}){dev}",
                     tq.convert(pages_, one_wording=one_wording)[0]))
     if situatedqa or everything:
         from memgraft.collab.data import situatedqa as sq
 
         path = situatedqa or str(SHARED_DATA / "situatedqa-train" / "temp.dev.jsonl")
-        out.append((f"SituatedQA ({Path(path).name})", sq.convert(sq.load_rows(path, questions_limit))[0]))
+        dev = " (development set: rules were developed on it)" if Path(path).name == "temp.dev.jsonl" else ""
+        out.append((f"SituatedQA ({Path(path).name}){dev}", sq.convert(sq.load_rows(path, questions_limit))[0]))
+    if suite or variant or everything:
+        names = [v.strip() for v in variant.split(",") if v.strip()] if variant else list(real_team.ROWS)
+        sources = [s.strip() for s in team_sources.split(",") if s.strip()]
+        out += real_team.real_team_rows(split, names, sources, pages=pages, questions=questions_limit, seed=seed)
     return out
 
 
@@ -151,7 +164,16 @@ def collab(
     one_wording: bool = typer.Option(False, "--one-wording", help="--timeqa: each subject's records in one wording"),
     pages: Optional[int] = typer.Option(None, help="--timeqa: read only the first N pages"),
     situatedqa: Optional[str] = typer.Option(None, help="score the conversion of this SituatedQA file (default dev)"),
-    sq_questions: Optional[int] = typer.Option(None, "--sq-questions", help="--situatedqa: first N question ids"),
+    sq_questions: Optional[int] = typer.Option(None, "--sq-questions", help="--situatedqa and the real-team "
+                                               "SituatedQA rows: first N question ids"),
+    suite: Optional[str] = typer.Option(None, "--suite", help="real-team: every variant of both sources and the "
+                                        "team decisions, on --split"),
+    variant: Optional[str] = typer.Option(None, "--variant", help="real-team rows to score, comma-separated: "
+                                          "dense, prose, noisy, two-teams, decisions (default: all)"),
+    split: str = typer.Option("test", "--split", help="real-team rows: test (reported, never tuned on) or dev "
+                              "(develop on it); halves of TimeQA's val pages, SituatedQA's dev ids, the decision teams"),
+    team_sources: str = typer.Option("timeqa,situatedqa", "--team-sources", help="real-team rows: which sources' "
+                                     "variants (--pages caps TimeQA's pages, --sq-questions SituatedQA's ids)"),
     updater: str = typer.Option("judge", help="the bank HiCoMER's rows read: judge, rules, llm or gold (an oracle)"),
     methods: Optional[str] = typer.Option(None, help="comma-separated subset of the methods (default: all)"),
     answers: int = typer.Option(0, help="questions per method answered by the LLM for ROUGE-L and Decision F1"),
@@ -164,7 +186,8 @@ def collab(
     output: Optional[str] = typer.Option(None, help="JSON to write (default <workdir>/scores.json)"),
 ) -> None:
     """HiCoMER and its baselines: updaters x (Conflict F1, Maintenance Acc., validity P/R), methods x (ORR, CRR, NDCG,
-    P@1, ROUGE-L, Decision F1). With no source named: the generated stream, TimeQA's val pages, SituatedQA's dev file."""
+    P@1, ROUGE-L, Decision F1). With no source named: the generated stream, TimeQA's val pages and SituatedQA's dev file
+    (development sets), and the real-team rows on the test split (--suite real-team alone: just those)."""
     from memgraft.collab.evaluate import harness as evaluate
     from memgraft.collab.evaluate.report import print_report
     from memgraft.config import load_settings
@@ -173,7 +196,7 @@ def collab(
 
     try:
         sources = _collab_datasets(data, generate, teams, seed, timeqa, timeqa_split, pages, situatedqa, sq_questions,
-                                   one_wording)
+                                   one_wording, suite, variant, split, team_sources)
     except (OSError, ValueError) as err:
         typer.echo(f"collab: {err}", err=True)
         raise typer.Exit(2)
@@ -186,7 +209,10 @@ def collab(
     written = {}
     for i, (title, dataset) in enumerate(sources):
         try:
-            result = evaluate.run_eval(dataset, settings, Path(workdir) / f"d{i}", options, embedder=embedder,
+            # real-team rows: every team's questions are scored (two teams holding the same subjects are both
+            # asked); the learned scorer, when named, then trains on the scored questions and the table says so
+            row_options = replace(options, test_fraction=1.0) if dataset.info.get("real_team") else options
+            result = evaluate.run_eval(dataset, settings, Path(workdir) / f"d{i}", row_options, embedder=embedder,
                                        reranker=reranker, log=lambda s: typer.echo(s, err=True))
         except ValueError as err:
             typer.echo(f"collab: {err}", err=True)

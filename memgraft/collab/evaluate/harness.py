@@ -153,12 +153,17 @@ def updater_scores(bank: MemoryBank, gold: Sequence[Row]) -> dict[str, float]:
     f1 = metrics.conflict_f1(relations, {k: g["relation"] for k, g in zip(key, gold)})
     decided = {k: {"relation": str(predicted[k].relation), "action": str(predicted[k].action),
                    "valid": predicted[k].valid_after} for k in key if k in predicted}
+    wanted = {k: {"relation": g["relation"], "action": g["action"], "valid": g["valid"]} for k, g in zip(key, gold)}
+    # a memory the updater never retrieved was kept: right where the gold says neutral/keep, and a miss where it
+    # says revise (or compatible), however leaving it alone is read
     accuracy = metrics.maintenance_accuracy(
-        decided, {k: {"relation": g["relation"], "action": g["action"], "valid": g["valid"]} for k, g in zip(key, gold)},
-        unjudged={"relation": "neutral", "action": "keep"})  # a memory the updater never retrieved was kept
+        {k: decided.get(k) or ({"relation": "neutral", "action": "keep"} if w["action"] == "keep" else None)
+         for k, w in wanted.items()}, wanted)
+    from memgraft.collab.evaluate.counts import ht_missed
+
     return {"conflict_f1": float(f1["f1"]), "conflict_macro_f1": float(f1["macro_f1"]),
             "maintenance_accuracy": accuracy, "gold_decisions": len(gold),
-            "decided": sum(k in predicted for k in key)}
+            "decided": sum(k in predicted for k in key), **ht_missed(set(predicted), gold)}
 
 
 # -- questions -------------------------------------------------------------------------------
@@ -184,9 +189,13 @@ def retrieval_scores(ranked: Sequence[str], q: MemoryQuestion, team_ids: set[str
 
 def validity_state_scores(bank: MemoryBank, dataset: Dataset) -> dict[str, float | int]:
     """The bank's final validity flags against the gold end state (``memories.jsonl``'s ``outdated_at``)."""
+    from memgraft.collab.evaluate.counts import validity_counts
+
     gold = {m["memory_id"]: m.get("outdated_at") is None for m in dataset.memories}
     flagged = {m.memory_id: m.valid for team in bank.teams() for m in bank.memories(team)}
-    return metrics.validity_scores(flagged, gold)
+    retired_in = {d.memory_id: d.group_id for team in bank.teams() for d in bank.decisions(team)
+                  if d.valid_before and not d.valid_after}  # the group whose decision retired each memory
+    return {**metrics.validity_scores(flagged, gold), **validity_counts(flagged, dataset.memories, retired_in)}
 
 
 @dataclass

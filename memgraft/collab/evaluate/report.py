@@ -21,19 +21,29 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
         con = Console(width=max(con.width, 160))
     if report.updaters:
         t = Table(title=f"{title}: updaters against the gold decisions")
-        for col in ("updater", "Conflict F1", "macro F1", "Maintenance Acc.", "decided / gold", "seconds"):
+        for col in ("updater", "Conflict F1", "macro F1", "Maintenance Acc.", "decided / gold",
+                    "H_t missed (inter)", "H_t missed (revise)", "seconds"):
             t.add_column(col, justify="left" if col == "updater" else "right")
+
+        def missed(s: dict, key: str, of: str) -> str:
+            return f"{s[key + '_n']}/{s[of]} ({s[key]:.3f})" if key in s else "-"
+
         for name, s in report.updaters.items():
             t.add_row(name, f"{s['conflict_f1']:.3f}", f"{s['conflict_macro_f1']:.3f}",
-                      f"{s['maintenance_accuracy']:.3f}", f"{s['decided']}/{s['gold_decisions']}", f"{s['seconds']:.1f}")
+                      f"{s['maintenance_accuracy']:.3f}", f"{s['decided']}/{s['gold_decisions']}",
+                      missed(s, "ht_missed", "inter_targets"), missed(s, "ht_missed_revise", "inter_revise_targets"),
+                      f"{s['seconds']:.1f}")
         con.print(t)
     if report.validity:
         t = Table(title=f"{title}: each bank's validity flags against the gold state")
-        for col in ("bank", "precision", "recall", "stale left valid", "valid outdated", "memories"):
+        for col in ("bank", "precision", "recall", "wrongly retired / current", "by another subject's group",
+                    "left valid / outdated", "memories"):
             t.add_column(col, justify="left" if col == "bank" else "right")
         for name, v in report.validity.items():
-            t.add_row(name, f"{v['precision']:.3f}", f"{v['recall']:.3f}", str(v["stale_left_valid"]),
-                      str(v["valid_outdated"]), str(v["memories"]))
+            wrong = f"{v['wrongly_retired']}/{v['current']}" if "current" in v else str(v["valid_outdated"])
+            left = f"{v['left_valid']}/{v['outdated']}" if "outdated" in v else str(v["stale_left_valid"])
+            t.add_row(name, f"{v['precision']:.3f}", f"{v['recall']:.3f}", wrong,
+                      str(v.get("retired_by_other_subject", "-")), left, str(v["memories"]))
         con.print(t)
     t = Table(title=f"{title}: methods x metrics (test teams' questions; each method's own ranking; ORR lower is better)")
     cols = ("ORR@5", "CRR@5", f"NDCG@{k}", "P@1", "ROUGE-L", "Decision F1", "dropped/q", "questions", "ms/q")
@@ -75,7 +85,7 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
     info = report.info
     con.print(f"HiCoMER updater: {info.get('updater')}; S_sem: {info.get('reranker')}; "
               f"teams train/test {info.get('train_teams')}/{info.get('test_teams')}"
-              + (" (one team: the scorer trained on the scored team's own questions)" if info.get("same_teams") else "")
+              + (" (no held-out team: the scorer trained on the scored teams' own questions)" if info.get("same_teams") else "")
               + "; scorer training: " + ", ".join(f"{b}: {s['pairs']} pairs, loss {s['first_loss']:.3f} -> "
                                                   f"{s['last_loss']:.3f}" for b, s in report.scorer_training.items()
                                                   if s.get("first_loss") is not None))

@@ -380,7 +380,7 @@ class JudgePolicy:
                         ) -> tuple[list[tuple[float, Memory]], list[tuple[float, Memory]]]:
         """The references that contradict the target, and those the judge read so but that name another subject.
 
-        Subject first (:mod:`memgraft.collab.subject`): a reference naming another subject never contradicts;
+        Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts;
         one stating the target's own value agrees, whatever the judge read; one saying in words that the
         target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
         and one that names another value it replaces contradicts only memories stating that one.

@@ -10,8 +10,9 @@ policy does); the real conversions label by subject, so a record about another s
 with the same attribute is the neutral it must be.
 
 Sources (``judge_sources``): generated streams (several seeds), the TimeQA conversion's
-``train`` pages and SituatedQA's train file. TimeQA's ``val`` pages and SituatedQA's dev
-file are the held-out check; neither source's test split is read.
+``train`` pages and SituatedQA's train file. The ``dev`` halves of TimeQA's ``val`` pages and
+SituatedQA's dev file are the held-out check (:mod:`memgraft.collab.data.splits`); the ``test``
+halves are never read here, so nothing trained or tuned on this module's data has seen them.
 """
 
 from __future__ import annotations
@@ -92,13 +93,19 @@ def judge_sources(split: str = "train", *, generated_seeds: Sequence[int] = (0, 
     seeds = list(generated_seeds) if split == "train" else [max(generated_seeds, default=0) + 100]
     for seed in seeds:
         out[f"generated-{seed}"] = generator.generate(seed=seed)
+    from memgraft.collab.data import splits
+
+    # heldout: the dev halves only; the test halves (memgraft.collab.data.splits) are reported, never tuned on
     tq = data_dir / "timeqa-train" / "human_annotated_train.json"
     if tq.exists():
-        pages = timeqa.select_split(timeqa.load_pages(tq), "train" if split == "train" else "val")
-        out[f"timeqa-{'train' if split == 'train' else 'val'}"] = timeqa.convert(pages)[0]
+        if split == "train":
+            out["timeqa-train"] = timeqa.convert(timeqa.select_split(timeqa.load_pages(tq), "train"))[0]
+        else:
+            out["timeqa-val-dev"] = timeqa.convert(splits.timeqa_pages("dev", tq))[0]
     sq = data_dir / "situatedqa-train" / ("temp.train.jsonl" if split == "train" else "temp.dev.jsonl")
     if sq.exists():
-        out[f"situatedqa-{'train' if split == 'train' else 'dev'}"] = situatedqa.convert(situatedqa.load_rows(sq))[0]
+        rows = situatedqa.load_rows(sq) if split == "train" else splits.situatedqa_rows("dev", sq)
+        out["situatedqa-train" if split == "train" else "situatedqa-dev-dev"] = situatedqa.convert(rows)[0]
     return out
 
 
