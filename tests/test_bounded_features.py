@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from memgraft.collab import judge, rules
+from memgraft.collab.maintain import features as judge, rules
 
 ORDINARY = ("The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the American "
             "Institute of Physics devoted to the publication of papers in mathematical physics. The journal was "

@@ -18,18 +18,32 @@ not know, a newer one above all, is refused in words, not met later as a missing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from memgraft.collab.bank.errors import BankError, SchemaTooNew
 from memgraft.collab.bank.schema import SCHEMA_VERSION
 
-if TYPE_CHECKING:
-    from memgraft.collab.bank.store import MemoryBank
+
+
+class UpgradableBank(Protocol):
+    """What an upgrade needs of a bank (a :class:`~memgraft.collab.bank.store.MemoryBank`, which imports this
+    module: typed by a protocol, so the two stand in one order)."""
+
+    where: str
+
+    def _upgrade_from_1(self) -> dict[str, str]: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def _meta(self) -> dict[str, str]: ...
+
+    def teams(self) -> list[str]: ...
 
 KNOWN = ("1", "2", "3")
 
 
-def upgrade(bank: "MemoryBank", meta: dict[str, str]) -> dict[str, str]:
+def upgrade(bank: UpgradableBank, meta: dict[str, str]) -> dict[str, str]:
     """``meta`` after bringing the bank to ``SCHEMA_VERSION``, one released step at a time."""
     version = meta.get("schema_version")
     if version not in KNOWN:

@@ -7,8 +7,11 @@ Why apart from ``postgres``: the DDL is what ``migrate`` upgrades from and to, a
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
+import re
 from typing import Any
 
+from memgraft.collab.bank.backend import hide_password
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
 
@@ -95,3 +98,33 @@ def create_schema_on(conn: Any) -> None:
     if not conn.execute(HAS_SCHEMA).fetchone()[0]:
         conn.execute(SCHEMA)
         conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (SCHEMA_VERSION,))
+
+
+def fresh_schema(url: str, schema: str) -> str:
+    """A new, empty bank in its own schema of the database at ``url`` (dropped first if it exists), as a URL
+    whose connections find the bank's tables there: several banks of one stream (the eval's raw, judge and
+    rules banks, whose team names are the same) then share one database without sharing rows."""
+    import psycopg
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+        raise BankError(f"schema name {schema!r}: lower-case letters, digits and '_' only")
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"CREATE SCHEMA {schema}")
+    except psycopg.Error as err:
+        raise BankError(f"{hide_password(url)}: cannot make schema {schema!r}: {str(err).strip()}") from None
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
+    query.append(("options", f"-c search_path={schema},public"))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
+@lru_cache(maxsize=512)
+def to_psycopg(sql: str) -> str:
+    """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
+    sql = sql.replace("%", "%%").replace("?", "%s")
+    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)

@@ -237,3 +237,19 @@ def team_turn(shared: SharedPool, where: str, team: str) -> Iterator[bool]:
             shared.pool.putconn(conn)
             with _lock:
                 shared.turns -= 1
+
+
+class Rows:
+    """A statement's rows, read before its pooled connection went back (``fetchone``/``fetchall``/iteration)."""
+
+    def __init__(self, rows: list[tuple], rowcount: int):
+        self._rows, self.rowcount = rows, rowcount
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._rows)

@@ -25,8 +25,6 @@ Why it looks like this:
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -38,7 +36,8 @@ from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.stored_index import index_of_rows
 from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
                                             SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
-                                            team_index, team_literal)
+                                            team_index, team_literal, to_psycopg)
+from memgraft.collab.bank.pool import Rows
 
 # A team up to this size is ranked exactly; a larger one through the HNSW index. Measured (2 cores, pgvector
 # 0.6.2, bench/collab_search.py, one 100k team of random 384-dim vectors, HNSW's worst case): the exact top-10
@@ -51,27 +50,6 @@ HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
 TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
-@lru_cache(maxsize=512)
-def to_psycopg(sql: str) -> str:
-    """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
-    sql = sql.replace("%", "%%").replace("?", "%s")
-    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
-
-
-class Rows:
-    """A statement's rows, read before its pooled connection went back (``fetchone``/``fetchall``/iteration)."""
-
-    def __init__(self, rows: list[tuple], rowcount: int):
-        self._rows, self.rowcount = rows, rowcount
-
-    def fetchone(self) -> tuple | None:
-        return self._rows[0] if self._rows else None
-
-    def fetchall(self) -> list[tuple]:
-        return self._rows
-
-    def __iter__(self) -> Iterator[tuple]:
-        return iter(self._rows)
 
 
 class PostgresBackend(Backend):
@@ -406,26 +384,3 @@ class PostgresBackend(Backend):
         if self._shared is not None:
             self._shared = None
             pool.release(self.location)
-
-
-def fresh_schema(url: str, schema: str) -> str:
-    """A new, empty bank in its own schema of the database at ``url`` (dropped first if it exists), as a URL
-    whose connections find the bank's tables there: several banks of one stream (the eval's raw, judge and
-    rules banks, whose team names are the same) then share one database without sharing rows."""
-    import psycopg
-    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
-
-    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
-        raise BankError(f"schema name {schema!r}: lower-case letters, digits and '_' only")
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            conn.execute(f"CREATE SCHEMA {schema}")
-    except psycopg.Error as err:
-        raise BankError(f"{hide_password(url)}: cannot make schema {schema!r}: {str(err).strip()}") from None
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k != "options"]
-    query.append(("options", f"-c search_path={schema},public"))
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))

@@ -95,7 +95,7 @@ def bank_location(workdir: Path, how: str, banks_url: str | None = None) -> str 
     """Where the eval builds its ``how`` bank: a SQLite file in ``workdir`` (``build_bank`` empties it), or with
     ``banks_url`` (``postgresql://…``) a new, empty schema of its own in that database."""
     if banks_url:
-        from memgraft.collab.bank.postgres import fresh_schema
+        from memgraft.collab.bank.pg_schema import fresh_schema
 
         return fresh_schema(banks_url, f"memgraft_eval_{how}")
     return workdir / f"bank-{how}.sqlite"

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain.judge import LABELS, PairJudge, pair_features
+from memgraft.collab.maintain.features import pair_features
+from memgraft.collab.maintain.judge import LABELS, PairJudge
 from memgraft.collab.train.judge_data import Pair, encode_pairs, symmetric
 
 
