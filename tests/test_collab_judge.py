@@ -77,8 +77,10 @@ def test_a_note_its_own_group_states_again_is_kept_whatever_else_the_group_holds
     target = Target("intra", note, (record, florence), record.time)
     [j] = default.judge([target])
     assert (j.relation, j.action) == (R.compatible, Action.keep) and "agrees with cospaia" in j.reason
-    [off] = replace(default, coexisting=False).judge([target])
+    [off] = replace(default, coexisting=False, subject_first=False).judge([target])
     assert (off.relation, off.action) == (R.contradiction, Action.revise)
+    [subject_alone] = replace(default, coexisting=False).judge([target])  # Florence names neither Cospaia nor its value
+    assert subject_alone.action is Action.keep
     # a record of another group (a later one, as at the inter step) still overrules the note
     later = replace(florence, memory_id="later", group_id="g9",
                     original=f"Record from 1600: {cospaia} Papal States.", maintained=f"Record from 1600: {cospaia} "

@@ -204,14 +204,15 @@ class JudgePolicy:
                                  f"superseded by {ref.memory_id} (p={p:.2f})", reference=ref)
             return Judgement(Relation.contradiction, Action.keep, keep,
                              f"conflicts with {ref.memory_id} (p={p:.2f}), which cannot overrule it")
+        elsewhere_ids = {r.memory_id for _, r in elsewhere}
+        agree = [(float(p[1]), r) for p, r in scored if p[1] > p[0] and r.memory_id not in elsewhere_ids]
+        if agree:
+            p, ref = max(agree, key=lambda x: x[0])
+            return Judgement(Relation.compatible, Action.keep, keep, f"agrees with {ref.memory_id} (p={p:.2f})")
         if elsewhere:
             p, ref = max(elsewhere, key=lambda x: x[0])
             return Judgement(Relation.neutral, Action.keep, keep,
                              f"read as conflicting with {ref.memory_id} (p={p:.2f}), which names another subject")
-        agree = [(float(p[1]), r) for p, r in scored if p[1] > p[0]]
-        if agree:
-            p, ref = max(agree, key=lambda x: x[0])
-            return Judgement(Relation.compatible, Action.keep, keep, f"agrees with {ref.memory_id} (p={p:.2f})")
         return Judgement(Relation.neutral, Action.keep, keep, "no memory on the same subject and attribute")
 
     def _contradictions(self, target: Target, scored: list[tuple[np.ndarray, Memory]]
