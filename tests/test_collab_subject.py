@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memgraft.collab.maintain import subject
+from memgraft.collab.maintain import subject, values
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
@@ -66,10 +66,36 @@ def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default):
 
 
 @pytest.mark.parametrize("old,new", [
+    ("pretty sure it's 14 for 'how many seasons of the office are there'",
+     "14 answers 'how many seasons of the office are there', per the archive."),
+    ("can confirm Ada Lovelace on 'who wrote the first published program'",
+     "The records give Ada Lovelace for who wrote the first published program, unless something changed."),
+])
+def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(default, old, new):
+    """Prose puts the value first or in the middle, where the value reader finds none; the judge read such
+    pairs as contradictions and retired current notes (SituatedQA dev in prose)."""
+    assert subject.same_marks(old, new) and not subject.same_value(old, new)
+    j = judge(default, mem("old", "individual", old), mem("new", "team", new, years=1))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction
+
+
+@pytest.mark.parametrize("old,new", [
+    ("When did the Georgia Bulldogs last win the championship? 1968.",
+     "When did the Georgia Bulldogs last win the championship: 1980"),
+    ("The owners of Helmut Lang are Prada and Helmut Lang.", "Prada took over the owner of Helmut Lang in 2004."),
+])
+def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old, new):
+    assert not subject.same_marks(old, new) or values.list_change(old, new)
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+@pytest.mark.parametrize("old,new", [
     ("Deploys happen on Tuesdays.", "Deploys now happen on Thursdays instead of Tuesdays."),
     ("Use buffer X for all binding assays.", "Buffer Y replaces buffer X in the binding assays from today."),
     ("Stand-up is at 9:30 every day.", "We moved stand-up from 9:30 to 10:00."),
     ("Buffer X is used for the binding assays.", "Buffer X is replaced by buffer Y in the binding assays."),
+    ("Sprints are two weeks long.", "We're trying three-week sprints instead of two-week ones from this cycle."),
 ])
 def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
     j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))

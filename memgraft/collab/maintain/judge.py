@@ -220,7 +220,8 @@ class JudgePolicy:
         """The references that contradict the target, and those the judge read so but that name another subject.
 
         Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts;
-        one stating the target's own value agrees, whatever the judge read; one saying in words that the
+        one stating the target's own value, or naming the same things and numbers, no more and no fewer
+        (:func:`~memgraft.collab.maintain.subject.same_marks`), agrees, whatever the judge read; one saying in words that the
         target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
         and one that names another value it replaces contradicts only memories stating that one.
         A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value."""
@@ -246,7 +247,8 @@ class JudgePolicy:
             elif r.type == "team" and subject.changes(b) and subject.shared_topic(b, a, subject.read(a).value) >= 0.6 \
                     and subject.new_value(b, a):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
-            elif judged and not subject.same_value(a, b):
+            elif judged and not subject.same_value(a, b) and (values.list_change(a, b)
+                                                              or not subject.same_marks(a, b)):
                 contra.append((float(p[2]), r))
         return contra, elsewhere
 

@@ -230,9 +230,41 @@ def same_value(a: str, b: str) -> bool:
     return all(_near(x, y) for x, y in zip(ra.value, rb.value))
 
 
+@lru_cache(maxsize=65536)
+def _marks(text: str) -> frozenset[str]:
+    """The words a value or a name is made of: capitalised words anywhere (a one-word value after "?" too) and
+    words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
+    body = _HEDGE.sub("", rules.strip_label(text).strip())
+    out = set()
+    for tok in _TOKEN.findall(body):
+        if not _is_word(tok) or tok == "I":
+            continue
+        word = fold(tok)
+        if any(c.isdigit() for c in tok) or (tok[:1].isupper() and word not in _NOT_NAMES and
+                                             word.rstrip("s") not in _MONTHS and word not in _JOINERS):
+            out.add(word)
+    return frozenset(out)
+
+
+def same_marks(a: str, b: str) -> bool:
+    """Both texts name the same things and numbers, no more and no fewer (a typo allowed): two wordings of one
+    statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
+    from 2010 onward"), which cannot disagree on a name or a number. Where the value reader finds no value in
+    prose, this is what says they agree. A value in lower-case words ("oil lamps", "kerosene") goes unseen."""
+    ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
+    return bool(ma) and bool(mb) and all(any(_near(x, y) for y in mb) for x in ma) and \
+        all(any(_near(y, x) for x in ma) for y in mb)
+
+
+_PRO_FORMS = frozenset({"one", "ones"})  # "three-week sprints instead of two-week ones": "ones" names nothing
+
+
 def content(words: tuple[str, ...]) -> tuple[str, ...]:
-    """Words that name something: not function words, but a lone letter stays ("Compound A")."""
-    return tuple(w for w in words if w not in rules.STOP_WORDS or len(w) == 1)
+    """Words that name something: not function words or pro-forms, but a lone letter stays ("Compound A"); a
+    hyphenated word counts as its parts ("two-week" is stated by "two weeks")."""
+    return tuple(part for w in words if (w not in rules.STOP_WORDS or len(w) == 1) and w not in _PRO_FORMS
+                 for part in (w.split("-") if "-" in w and not any(c.isdigit() for c in w) else (w,))
+                 if part and (part == w or part not in rules.STOP_WORDS))
 
 
 def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
