@@ -4,8 +4,10 @@
 
 Data (:mod:`memgraft.collab.train.judge_data`): generated streams (five seeds), the TimeQA
 conversion's ``train`` pages and SituatedQA's train file, as labelled (target, reference)
-pairs in both orders. Held out: another generated seed, TimeQA's ``val`` pages and
-SituatedQA's dev file; no test split of either source is read.
+pairs in both orders; ``--neighbours K`` adds each real source's memories, held in one dense team, with their K
+nearest memories about another topic as neutral pairs (off by default: README, "Dense teams"). Held out:
+another generated seed and the dev halves of TimeQA's ``val`` pages and SituatedQA's dev file
+(:mod:`memgraft.collab.data.splits`); no test half or test split of either source is read.
 
 One worker (the data is small; DDP when ``training.num_workers`` > 1) trains with
 :func:`memgraft.collab.train.judge_train.train_judge`'s loss and reports a checkpoint per epoch;
@@ -112,13 +114,15 @@ def heldout_scores(judge: Any, heldout: dict[str, Any], embedder: Any, settings:
 def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, ship: bool = False,
               ray_address: str | None = None, sources: dict[str, Any] | None = None,
               heldout: dict[str, Any] | None = None, epochs: int = EPOCHS, encoder: bool = True,
-              encoder_sample: int | None = None, embedder: Any = None) -> dict[str, Any]:
+              encoder_sample: int | None = None, embedder: Any = None, neighbours: int = 0) -> dict[str, Any]:
     """Train on ``sources`` (default :func:`judge_sources` ``train``), score on ``heldout`` (its ``heldout``);
-    then, with ``encoder``, the judge's second opinion on a sample of the same pairs (training/pair_encoder.py)."""
+    then, with ``encoder``, the judge's second opinion on a sample of the same pairs (training/pair_encoder.py).
+    ``neighbours``: also that many nearest other-topic memories per memory of each real source held in one team
+    (:func:`memgraft.collab.train.judge_data.neighbour_pairs`), as neutral pairs."""
     import torch
 
     from memgraft.collab.maintain.judge import BUNDLED, PairJudge, load_judge, save_judge
-    from memgraft.collab.train.judge_data import all_pairs, judge_sources
+    from memgraft.collab.train.judge_data import all_pairs, dense_sources, judge_sources, neighbour_pairs
     from memgraft.collab.train.judge_train import training_data
     from memgraft.collab.maintain.updater import MemoEmbedder
     from memgraft.models.embedder import load_embedder
@@ -129,10 +133,14 @@ def run_judge(settings: Settings, output: str | Path, *, resume: bool = True, sh
     train_sets = sources if sources is not None else judge_sources("train")
     heldout = heldout if heldout is not None else judge_sources("heldout")
     pairs = all_pairs(train_sets)
+    # a caller's sources are the whole training data; neighbours (off by default): README, "Dense teams"
+    dense = dense_sources() if sources is None and neighbours > 0 else {}
+    pairs += [p for name, d in dense.items() for p in neighbour_pairs(d, embedder, name, k=neighbours)]
     data = training_data(pairs, embedder)
     torch.manual_seed(settings.training.seed)
     untrained = PairJudge(int(embedder.dim), hidden=HIDDEN, dropout=DROPOUT, embedder=embedder.name).eval()
     report: dict[str, Any] = {"data": {"train": {k: len(v.gold) for k, v in train_sets.items()},
+                                       "neighbours": {k: len(v.memories) for k, v in dense.items()},
                                        "heldout": {k: len(v.gold) for k, v in heldout.items()},
                                        "train_pairs": len(data)},
                               "untrained": heldout_scores(untrained, heldout, embedder, settings, out)}
@@ -200,6 +208,8 @@ def main(
     output: str = typer.Option("out/train/judge", "--output", help="judge.pt, metrics.json, ray/"),
     ship: bool = typer.Option(False, "--ship", help="also copy the trained judge (and encoder) over the bundled ones"),
     encoder: bool = typer.Option(True, "--encoder/--no-encoder", help="also train the pair encoder (~10 min on 2 cores)"),
+    neighbours: int = typer.Option(0, "--neighbours", min=0,
+                                   help="nearest other-topic memories per memory of a dense team, as neutral pairs"),
     profile: str = PROFILE_OPTION,
     set_: list[str] = SET_OPTION,
     resume: bool = RESUME_OPTION,
@@ -207,7 +217,8 @@ def main(
 ) -> None:
     settings = load(profile, set_)
     with said_as_exit("updater_judge"):
-        report = run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address, encoder=encoder)
+        report = run_judge(settings, output, resume=resume, ship=ship, ray_address=ray_address, encoder=encoder,
+                            neighbours=neighbours)
     print_report(report)
 
 

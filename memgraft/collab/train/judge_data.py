@@ -29,6 +29,7 @@ from memgraft.collab.data import Dataset, Row
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
+NEIGHBOURS = 4  # nearest other-topic memories per memory in a dense team (neighbour_pairs; off in training by default)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,63 @@ def judge_sources(split: str = "train", *, generated_seeds: Sequence[int] = (0, 
     if sq.exists():
         rows = situatedqa.load_rows(sq) if split == "train" else splits.situatedqa_rows("dev", sq)
         out["situatedqa-train" if split == "train" else "situatedqa-dev-dev"] = situatedqa.convert(rows)[0]
+    return out
+
+
+def dense_sources(data_dir: Path = SHARED_DATA) -> dict[str, Dataset]:
+    """The judge's own real training parts again, each whole source in one team: hundreds of subjects that share
+    attributes, as a real team holds them (the 40-subject teams of :func:`judge_sources` seldom put two owners of
+    two eggs side by side). Read for :func:`neighbour_pairs` only."""
+    from memgraft.collab.data import situatedqa, timeqa
+
+    out: dict[str, Dataset] = {}
+    tq = data_dir / "timeqa-train" / "human_annotated_train.json"
+    if tq.exists():
+        out["timeqa-train-dense"] = timeqa.convert(timeqa.select_split(timeqa.load_pages(tq), "train"),
+                                                   subjects_per_team=0)[0]
+    sq = data_dir / "situatedqa-train" / "temp.train.jsonl"
+    if sq.exists():
+        out["situatedqa-train-dense"] = situatedqa.convert(situatedqa.load_rows(sq), subjects_per_team=0)[0]
+    return out
+
+
+def neighbour_pairs(data: Dataset, embedder, source: str = "", *, k: int = NEIGHBOURS, same_phrasing: int = 2,
+                    native: bool = False, seed: int = 0) -> list[Pair]:
+    """Each memory with its ``k`` nearest memories (by the embedder, in its own team) about another topic, neutral.
+
+    Why: these are the pairs H_t brings a dense team's updater ("the head coach of Calcio Catania" beside "... of
+    UD Las Palmas"; "most triples in a season" beside "most doubles"), and a judge that has seen few of them
+    read them as contradictions. Each pair is re-rendered ``same_phrasing`` times, both sides in one drawn
+    template, where only the subject or the attribute tells them apart; ``native``: also the pair as written.
+    Native pairs are off by default: two templates side by side then say "neutral", and a judge trained on
+    them read a record and a note in two new wordings as neutral (SituatedQA dev in prose: outdated memories
+    left valid 35 -> 114 of 478)."""
+    from memgraft.collab.data.facts import CONFIRM_NOTES, RECORDS, STALE_NOTES, render
+
+    templates = (*RECORDS, *STALE_NOTES, *CONFIRM_NOTES)
+    rng = random.Random(f"neighbours:{source}:{seed}")
+    out: list[Pair] = []
+    by_team: dict[str, list[Row]] = {}
+    for m in data.memories:
+        by_team.setdefault(m["team"], []).append(m)
+    for members in by_team.values():
+        texts = [m["original"] for m in members]
+        vecs = np.asarray(embedder.encode(texts), np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+        topics = np.array([str(m.get("topic") or "") for m in members])
+        for i, m in enumerate(members):
+            sims = vecs @ vecs[i]
+            sims[topics == topics[i]] = -np.inf
+            for j in np.argsort(-sims)[:k]:
+                if not np.isfinite(sims[j]):
+                    break
+                other = members[int(j)]
+                if native:
+                    out.append(Pair(m["original"], other["original"], 0, source))
+                if m.get("phrase") and other.get("phrase"):
+                    for _ in range(same_phrasing):
+                        t = rng.choice(templates)
+                        out.append(Pair(render(m["phrase"], t), render(other["phrase"], t), 0, source))
     return out
 
 
