@@ -82,7 +82,7 @@ def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(defaul
 @pytest.mark.parametrize("old,new", [
     ("When did the Georgia Bulldogs last win the championship? 1968.",
      "When did the Georgia Bulldogs last win the championship: 1980"),
-    ("The owners of Helmut Lang are Prada and Helmut Lang.", "Prada took over the owner of Helmut Lang in 2004."),
+    ("The owners of Helmut Lang are Prada and Link Theory.", "Prada took over the owner of Helmut Lang in 2004."),
 ])
 def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old, new):
     assert not subject.same_marks(old, new) or values.list_change(old, new)

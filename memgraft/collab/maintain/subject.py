@@ -69,6 +69,7 @@ _CHANGE = re.compile(r"\b(?:now|from\s+now\s+on|from\s+today|from\s+(?:monday|tu
 _HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)\s*[.!]?$",
                     re.IGNORECASE)
 _NAMES_ITS_TARGET = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing))\b", re.IGNORECASE)
+_YEAR = re.compile(r"1\d{3}|2[01]\d{2}")
 NEAR = 0.8  # spelling similarity at which two name words are one name (a typo, a dropped accent)
 
 
@@ -247,13 +248,19 @@ def _marks(text: str) -> frozenset[str]:
 
 
 def same_marks(a: str, b: str) -> bool:
-    """Both texts name the same things and numbers, no more and no fewer (a typo allowed): two wordings of one
-    statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
+    """Both texts name the same things and numbers, no more and no fewer (a typo allowed; the one that names more
+    may name years besides, the time a record gives): two wordings of one statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
     from 2010 onward"), which cannot disagree on a name or a number. Where the value reader finds no value in
-    prose, this is what says they agree. A value in lower-case words ("oil lamps", "kerosene") goes unseen."""
+    prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"), and a list
+    that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
     ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
-    return bool(ma) and bool(mb) and all(any(_near(x, y) for y in mb) for x in ma) and \
-        all(any(_near(y, x) for x in ma) for y in mb)
+    small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
+    if not small or not all(any(_near(x, y) for y in big) for x in small):
+        return False
+    extra = [y for y in big if not any(_near(x, y) for x in small)]
+    # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
+    # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
+    return not extra or (all(_YEAR.fullmatch(y) for y in extra) and not all(_YEAR.fullmatch(x) for x in small))
 
 
 _PRO_FORMS = frozenset({"one", "ones"})  # "three-week sprints instead of two-week ones": "ones" names nothing
