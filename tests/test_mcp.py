@@ -221,7 +221,6 @@ def test_stdio_serves_a_local_bank_to_the_sdk_client(local_bank):
         params = StdioServerParameters(
             command=sys.executable, cwd=str(REPO), env=dict(os.environ),
             args=["-m", "serving.mcp", "--bank", str(root / "bank.sqlite"), "--graphs", str(root / "graphs"),
-                  "--set", "hicomer.updater_policy=rules", "--set", "hicomer.conflict_judge=rules",
                   "--set", "models.llm_backend=openai", "--set", f"models.llm_base_url={url}/v1"])
         out = {}
         async with Client(params, read_timeout_seconds=300) as client:

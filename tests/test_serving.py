@@ -56,8 +56,8 @@ def served(ray_local, slice_graph, tmp_path_factory):
     (state / "tokens.json").write_text(json.dumps(TOKENS))
     settings, serving = load_profile("local", [
         f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_dir={state / 'banks'}",
-        f"serving.traces_dir={state / 'traces'}", "serving.max_body_bytes=65536",
-        "hicomer.updater_policy=rules"], tokens_file=str(state / "tokens.json"))
+        f"serving.traces_dir={state / 'traces'}", "serving.max_body_bytes=65536"],
+        tokens_file=str(state / "tokens.json"))
     for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
         cloudpickle.register_pickle_by_value(module)
     port = free_port()
@@ -147,7 +147,7 @@ def test_graph_query_returns_answer_memory_and_trace(client):
 
 def test_team_groups_search_and_answer(client, lab_bank):
     first, second = lab_bank
-    assert first["policy"] == "rules" and first["revisions"] == 1
+    assert first["policy"] == "judge" and first["revisions"] == 1  # the product default
     revised = next(d for d in first["decisions"] if d["action"] == "revise")
     assert revised["memory_id"] == "g1-m1" and revised["relation"] == "contradiction" and not revised["valid_after"]
     again = client.post("/v1/teams/lab/groups", json=G1, headers=LAB)
@@ -324,7 +324,7 @@ def test_two_ingress_replicas_write_one_team_on_a_postgres_bank(served, pg_url):
     url, name = pg_url(), "memgraft-pg"
     settings, serving = load_profile("local", [
         f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_url={url}", f"serving.traces_dir={state / 'pg'}",
-        "serving.deployments.ingress.replicas=2", "hicomer.updater_policy=rules",
+        "serving.deployments.ingress.replicas=2",
         # beside the module's app on a 2-CPU Ray: this one's replicas must fit in what is left
         "serving.deployments.ingress.num_cpus=0.1", "serving.deployments.llm.num_cpus=0",
         "serving.deployments.embedder.num_cpus=0", "serving.deployments.reranker.num_cpus=0"],
