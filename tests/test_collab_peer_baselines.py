@@ -79,14 +79,72 @@ def test_hierarchical_retrieval_picks_the_relevant_groups_first(raw):
     assert got[0] == "g1-m0" and set(got) == {"g1-m0", "g1-m1"}  # only the best group's memories
 
 
-def test_peer_baselines_are_rows_of_the_eval_and_the_llm_ones_only_when_named(tmp_path, settings, embedder):
+class _KnowsTheGold:
+    """A scripted LLM for the generated stream that knows when the gold outdates each memory (by its text):
+    reflection calls a TARGET stale, and Mem0 UPDATEs a stored memory, once the gold has outdated it."""
+
+    def __init__(self, dataset):
+        self.outdated: dict[str, list[datetime]] = {}
+        for m in dataset.memories:
+            if m.get("outdated_at"):
+                self.outdated.setdefault(m["original"], []).append(_naive(m["outdated_at"]))
+
+    def stale(self, text: str, at: datetime) -> bool:
+        return any(t <= at for t in self.outdated.get(text.strip(), []))
+
+    def __call__(self, request) -> str:
+        prompt, title = request.messages[-1]["content"], (request.json_schema or {}).get("title")
+        if title == "StillValid":
+            at = _naive(prompt.split("Question (", 1)[1].split("):", 1)[0])
+            return json.dumps({"valid": not self.stale(prompt.rsplit("TARGET (", 1)[1].split("): ", 1)[1], at)})
+        if title == "MemoryOperation":
+            stored, facts = prompt.split("Stored memory (", 1)[1].split("\n\nNewer facts (", 1)
+            stale = self.stale(stored.split("): ", 1)[1], _naive(facts.split("):", 1)[0]))
+            return json.dumps({"operation": "UPDATE" if stale else "NOOP"})
+        return json.dumps({"answer": "ok"})
+
+
+def _naive(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.strip()).replace(tzinfo=None)
+
+
+def test_the_peer_baselines_rank_as_documented_against_dense_and_the_llm_ones_run_only_when_named(
+        tmp_path, settings, embedder):
+    """On a generated stream, with an LLM that knows the gold: Self-RAG's ranking is dense's with what its
+    reflection judged stale left out, in dense order, so it retrieves no outdated memory where dense does;
+    G-Memory's comes from at most its three groups, so it differs from dense wherever dense's spans more; Mem0's
+    updates outdate what it judged superseded, so its bank's flags are the gold end state's."""
     from memgraft.collab.data.generator import generate
 
     assert set(LLM_METHODS) <= set(METHODS) and not set(LLM_METHODS) & set(EvalOptions().methods)
     assert "g-memory" in EvalOptions().methods
-    report = run_eval(generate(seed=1, teams=2, groups=4), settings, tmp_path,
+    dataset = generate(seed=1, teams=2, groups=4)
+    oracle = _KnowsTheGold(dataset)
+    report = run_eval(dataset, settings, tmp_path,
                       EvalOptions(methods=("dense", "g-memory", "self-rag", "mem0"), test_fraction=1.0),
-                      embedder=embedder, reranker=CosineReranker(embedder), llm=ScriptedLLM(scripted))
-    assert set(report.methods) == {"dense", "g-memory", "self-rag", "mem0"}
+                      embedder=embedder, reranker=CosineReranker(embedder), llm=ScriptedLLM(oracle))
     assert report.methods["mem0"]["updater"] == "mem0" and "mem0:scripted" in report.updaters
-    assert all(report.methods[m]["questions"] > 0 for m in report.methods)
+    ranked = {(r["method"], r["id"]): r["retrieved"] for r in report.questions}
+    memories = {m["memory_id"]: m for m in dataset.memories}
+    questions = dataset.questions
+    assert questions and all((m, q["id"]) in ranked for m in report.methods for q in questions)
+
+    dropped = 0
+    for q in questions:
+        dense = ranked[("dense", q["id"])]
+        kept = [i for i in dense if not oracle.stale(memories[i]["original"], _naive(q["time"]))]
+        assert ranked[("self-rag", q["id"])] == kept, q["id"]  # k = 10 = its top_n: dense's whole list
+        dropped += len(dense) - len(kept)
+    assert dropped and report.methods["self-rag"]["orr@5"] == 0.0 < report.methods["dense"]["orr@5"]
+
+    wider = 0
+    for q in questions:
+        groups = {memories[i]["group_id"] for i in ranked[("g-memory", q["id"])]}
+        assert ranked[("g-memory", q["id"])] and len(groups) <= 3, q["id"]
+        if len({memories[i]["group_id"] for i in ranked[("dense", q["id"])]}) > 3:
+            wider += 1
+            assert ranked[("g-memory", q["id"])] != ranked[("dense", q["id"])], q["id"]
+    assert wider  # questions where the group tier changes the ranking
+
+    mem0, raw = report.validity["mem0:scripted"], report.validity["raw"]
+    assert raw["stale_left_valid"] > 0 and mem0["stale_left_valid"] == mem0["valid_outdated"] == 0, (mem0, raw)

@@ -15,10 +15,13 @@ from memgraft.models.llm.session import LLMSession, StructuredOutputError
 from tests.doubles import HGMemScript, ScriptedLLM
 
 
+SMALL = ["hgmem.max_step=2", "hgmem.top_entities=4", "hgmem.relations_per_entity=2", "hgmem.top_chunks=3",
+         "hgmem.max_chunks_per_step=5"]
+
+
 @pytest.fixture()
 def settings3():
-    return load_settings("local", ["hgmem.max_step=2", "hgmem.top_entities=4", "hgmem.relations_per_entity=2",
-                                   "hgmem.top_chunks=3", "hgmem.max_chunks_per_step=5"])
+    return load_settings("local", SMALL)
 
 
 def test_the_loop_takes_the_known_path(world, settings3):
@@ -53,21 +56,67 @@ def test_the_loop_takes_the_known_path(world, settings3):
     assert sum(s["prompt_tokens"] for s in steps) < out.usage.prompt_tokens  # the answer's tokens on top
 
 
-def test_ablations_change_the_path(world, settings3):
-    for method, check in [
-        ("hgmem-no-merge", lambda ops: "merges" not in ops[1]),
-        ("hgmem-no-update", lambda ops: ops[1]["updates"] == []),
-        ("hgmem-global-only", lambda ops: True),
-        ("hgmem-local-only", lambda ops: True),
-    ]:
-        out = run_method(method, "Who did Ada Lovelace work with?", world, ScriptedLLM(HGMemScript()), settings3)
-        ops = [s["operations"] for s in out.trace["steps"]]
-        kinds = [sq["kind"] for s in out.trace["steps"] for sq in s["subqueries"]]
-        assert check(ops), method
-        if method == "hgmem-global-only":
-            assert kinds == ["initial", "global", "global"]
-        if method == "hgmem-local-only":
-            assert kinds == ["initial", "local", "local"]
+QUESTION = "Who did Ada Lovelace work with?"
+
+
+def _scripted(method, world, settings):
+    """One run on HGMemScript's known path, and the schema of every request it sent, in order."""
+    llm = ScriptedLLM(HGMemScript())
+    out = run_method(method, QUESTION, world, llm, settings)
+    return out, [(r.json_schema or {}).get("title") for r in llm.requests]
+
+
+def _ops(out, name):
+    return [x for s in out.trace["steps"] for x in s["operations"].get(name, [])]
+
+
+def _later_kinds(out):
+    """The kinds of the subqueries after step 0, step by step."""
+    return [[sq["kind"] for sq in s["subqueries"]] for s in out.trace["steps"][1:]]
+
+
+def test_each_ablation_removes_its_part_and_only_that(world, settings3):
+    full, full_titles = _scripted("hgmem", world, settings3)
+    # the script drives the full method through every part an ablation takes away, so each check below can fail
+    assert _ops(full, "merges") and _ops(full, "updates") and "Merging" in full_titles and "Evolution" in full_titles
+    assert _later_kinds(full) == [["local"], ["global"]]
+
+    out, titles = _scripted("hgmem-no-merge", world, settings3)
+    assert "Merging" not in titles and not _ops(out, "merges")
+    assert all(p.active and not p.merged_from for p in out.memory.all_points())
+    assert _ops(out, "updates") == _ops(full, "updates") and _later_kinds(out) == _later_kinds(full)
+
+    out, titles = _scripted("hgmem-no-update", world, settings3)
+    assert "Evolution" not in titles and titles.count("InsertOnly") == full_titles.count("Evolution") + 1
+    assert not _ops(out, "updates")
+    assert all(not p.history and not p.updated_steps for p in out.memory.all_points())
+    assert _ops(out, "merges") and _later_kinds(out) == _later_kinds(full)
+
+    # global-only: step 1's judge asks about p1 locally, yet every subquery searches beyond memory
+    out, _ = _scripted("hgmem-global-only", world, settings3)
+    assert _later_kinds(out) == [["global"], ["global"]]
+    for s in out.trace["steps"][1:]:
+        in_memory = set(HypergraphMemory.from_dict(s["memory_before"]).entity_ids())
+        for sq in s["subqueries"]:
+            assert sq["point_ids"] == [] and sq["entity_ids"] and not set(sq["entity_ids"]) & in_memory, s["step"]
+    assert _ops(out, "merges") and _ops(out, "updates")
+
+    # local-only: step 2's judge asks to explore, yet every subquery stays near the memory points it names.
+    # Within one hop: by step 2 memory spans both of the world's clusters, and two hops from it reach almost
+    # every entity, so a local subquery that searched the whole graph would pass a two-hop check
+    one_hop = load_settings("local", [*SMALL, "hgmem.local_hops=1"])
+    out, _ = _scripted("hgmem-local-only", world, one_hop)
+    assert _later_kinds(out) == [["local"], ["local"]]
+    for s in out.trace["steps"][1:]:
+        before = HypergraphMemory.from_dict(s["memory_before"])
+        for sq in s["subqueries"]:
+            assert sq["point_ids"] and all(before.point(p).active for p in sq["point_ids"]), s["step"]
+            seeds = [v.entity_id for p in sq["point_ids"] for v in before.vertices_of(p)]
+            near = world.neighbours(seeds, hops=1)
+            assert sq["entity_ids"] and set(sq["entity_ids"]) <= set(near), s["step"]
+    assert _ops(out, "merges") and _ops(out, "updates")
+    # a variant added without a check here fails this line
+    assert set(VARIANTS) == {"hgmem", "hgmem-no-merge", "hgmem-no-update", "hgmem-global-only", "hgmem-local-only"}
 
 
 def test_every_method_runs(world, settings3, tmp_path):
@@ -78,13 +127,8 @@ def test_every_method_runs(world, settings3, tmp_path):
         assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0 and row["method"] == method
         assert json.loads(open(row["trace"]).read())["question"] == "Who did Ada Lovelace work with?"
         assert row["answer"] == "scripted answer" and row["steps"] >= 1
-        if method.startswith("hgmem"):  # the paper's Table 3: entities per memory point of the final memory
-            final = json.loads(open(row["trace"]).read())["final_memory"]
-            points = [p for p in final["points"] if p["merged_into"] is None]  # merged points are not active
-            assert row["memory_points"] == len(points) >= 1
-            assert row["hyperedge_size"] == sum(len(p["vertex_ids"]) for p in points) / len(points) >= 2
-        else:
-            assert "hyperedge_size" not in row
+        # the memory's shape is reported for HGMem's methods only (its values: test_the_hyperedge_size_...)
+        assert ("hyperedge_size" in row and "memory_points" in row) == method.startswith("hgmem")
     naive = json.loads(open(tmp_path / "q-naive.naive.json").read())
     assert naive["retrieved"]["chunk_ids"][0] == "c0"
     assert (tmp_path / "q-hgmem.hgmem.html").exists()
@@ -105,12 +149,6 @@ def test_invalid_json_is_retried_then_raised(world, settings3):
     bad = LLMSession(ScriptedLLM(["x", "y", "z"]), settings3.generation)
     with pytest.raises(StructuredOutputError, match="after 3 attempts"):
         bad.ask(prompts.Answer, [{"role": "user", "content": "q"}], "answer")
-
-
-def test_variants_are_the_papers_ablations():
-    assert set(METHODS) == {"hgmem", "hgmem-no-merge", "hgmem-no-update", "hgmem-local-only", "hgmem-global-only",
-                            "naive", "graph"}
-    assert VARIANTS["hgmem-no-merge"].merge is False and VARIANTS["hgmem-no-update"].update is False
 
 
 class _SameInsert(HGMemScript):
@@ -175,3 +213,38 @@ def test_the_default_runs_the_papers_four_rounds(world):
         "Who did Ada Lovelace work with?")
     assert out.steps == 4 and [r["step"] for r in out.trace["steps"]] == [0, 1, 2, 3]
     assert out.trace["stopped"] == "step limit"
+
+
+class _KnownSizes(HGMemScript):
+    """Step 0 inserts a point over three invented entities (A, B, C), step 1 one over two (C, D) and, where
+    merging runs, merges the two; step 2 finds memory sufficient. The graph knows none of the names, so the
+    points' sizes are fixed by the script alone."""
+
+    def __call__(self, request):
+        title = (request.json_schema or {}).get("title")
+        prompt = request.messages[-1]["content"]
+        if title == "SufficiencyJudgement":
+            done = "[p2]" in prompt or "[p3]" in prompt
+            return json.dumps({"sufficient": done, "concerns": [] if done else [
+                {"kind": "global", "point_ids": [], "subquery": "what else is relevant"}]})
+        if title in ("Evolution", "InsertOnly"):
+            empty = prompt.split("Current memory:\n", 1)[1].startswith("(empty)")
+            names = ["Xa Unknown", "Xb Unknown", "Xc Unknown"] if empty else ["Xc Unknown", "Xd Unknown"]
+            out = {"inserts": [{"description": f"A fact over {len(names)} names.", "entities": names}]}
+            return json.dumps(out if title == "InsertOnly" else {"updates": [], **out})
+        if title == "Merging":
+            both = "[p1]" in prompt and "[p2]" in prompt
+            return json.dumps({"merges": [{"point_ids": ["p1", "p2"], "description": "Together."}] if both else []})
+        return super().__call__(request)
+
+
+@pytest.mark.parametrize("method, points, size", [
+    ("hgmem-no-merge", 2, 2.5),  # p1 over 3 entities, p2 over 2: mean 2.5 (4 distinct entities over 2 points: 2.0)
+    ("hgmem", 1, 4.0),  # p3 = p1 + p2 over A, B, C, D; the merged-away parents do not count (with them: 3.0)
+])
+def test_the_hyperedge_size_is_the_mean_entities_per_active_point(world, settings3, tmp_path, method, points, size):
+    """The paper's Table 3 column, on a memory whose points' sizes the script fixes."""
+    row = answer_record({"id": "sizes", "question": QUESTION}, method, world, ScriptedLLM(_KnownSizes()), settings3,
+                        tmp_path)
+    assert row["error"] is None and row["steps"] == 3
+    assert row["memory_points"] == points and row["hyperedge_size"] == size

@@ -87,10 +87,56 @@ def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny):
     assert again["train"]["step"] == 3
 
 
-def test_updater_judges_with_the_trained_checkpoint(sft_run, settings):
+def _top_block(folder):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder).model.layers[-1].mlp.down_proj.weight
+
+
+def test_sft_lowers_the_completion_loss_on_its_records_and_moves_only_the_top_block(sft_run, tiny, tiny_model):
+    """The steps SFT took fit the gold decisions it trained on, and touched only what training.trainable_layers
+    leaves trainable: a loop that took no step, or stepped the frozen layers, fails."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from memgraft.collab.train.training_data import balanced, sft_record
+    from training.updater_data import updater_data
+
+    t = tiny.training
+    records = [sft_record(r) for r in balanced(updater_data(tiny).train, t.sft_examples, t.seed)]  # run_sft's
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+
+    def completion_loss(model) -> float:  # mean cross-entropy over the gold decisions' tokens, prompts masked
+        total, count = 0.0, 0
+        for r in records:
+            prompt = tokenizer.apply_chat_template(r["prompt"], add_generation_prompt=True)
+            full = tokenizer.apply_chat_template(r["prompt"] + r["completion"])
+            prompt, full = (getattr(x, "input_ids", x) for x in (prompt, full))
+            assert full[:len(prompt)] == prompt
+            ids = torch.tensor([full])
+            labels = ids.clone()
+            labels[0, :len(prompt)] = -100
+            n = len(full) - len(prompt)  # every completion token, the first one too, is predicted
+            with torch.no_grad():
+                total += float(model(ids, labels=labels).loss) * n
+            count += n
+        return total / count
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    trained = AutoModelForCausalLM.from_pretrained(sft_run[0] / "model").eval()
+    # the run's steps (sft_lr 3e-4, falling linearly) on a seeded random model: 10.792 to 10.788 nats, each time
+    assert completion_loss(trained) < completion_loss(base)
+    before, after = base.state_dict(), trained.state_dict()
+    moved = {k for k in before if not torch.equal(before[k], after[k])}
+    top = {k for k in before if k.startswith(f"model.layers.{len(base.model.layers) - 1}.")}
+    assert moved == top | {"model.norm.weight"}  # training.trainable_layers=1; embeddings (tied) frozen
+
+
+def test_updater_judges_with_the_trained_checkpoint(sft_run, settings, tiny_model):
+    import torch
+
     from memgraft.collab.data.generator import generate
     from memgraft.collab.maintain.policies import LLMPolicy, make_policy, target_from_gold
-    from memgraft.collab.types import Action, Relation
 
     model = sft_run[0] / "model"
     s = settings.model_copy(update={
@@ -99,9 +145,11 @@ def test_updater_judges_with_the_trained_checkpoint(sft_run, settings):
         "models": settings.models.model_copy(update={"llm_dtype": "float32"})})
     policy = make_policy(s)
     assert isinstance(policy, LLMPolicy) and str(model) in policy.name  # the checkpoint, not models.llm
+    # the weights it judges with are the trained ones: SFT moved the top block, so the base's differ
+    judging = policy.llm.model.model.layers[-1].mlp.down_proj.weight
+    assert torch.equal(judging, _top_block(model)) and not torch.equal(judging, _top_block(tiny_model))
     row = generate(seed=0, teams=1, groups=2).gold[0]
-    (judgement,) = policy.judge([target_from_gold(row)])  # raises unless the answer is schema-valid
-    assert isinstance(judgement.relation, Relation) and isinstance(judgement.action, Action)
+    policy.judge([target_from_gold(row)])  # raises unless the trained model's answer is schema-valid
 
 
 def test_evaluation_scores_the_exported_model_in_a_ray_task(sft_run, tiny):
@@ -112,7 +160,7 @@ def test_evaluation_scores_the_exported_model_in_a_ray_task(sft_run, tiny):
     assert not {r["team"] for r in data.train} & {r["team"] for r in data.eval_rows}  # held out by source
     scores = evaluate(tiny, str(sft_run[0] / "model"), data.eval_rows)
     assert scores["instances"] == len(data.eval_rows) == 3
-    assert 0.0 <= scores["conflict_f1"] <= 1.0 and 0.0 <= scores["maintenance_accuracy"] <= 1.0
+    assert scores["model"] == str((sft_run[0] / "model").resolve())  # the exported model, not the base
     assert scores["valid_json"] == 3  # decoding under the schema, as the updater does
 
 
