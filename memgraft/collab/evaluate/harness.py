@@ -337,7 +337,7 @@ def run_eval(dataset: Dataset, settings: Settings, workdir: str | Path, options:
                                          max_evidence_tokens=settings.hicomer.answer_evidence_tokens,
                                          counter=token_counter(settings.models.llm, str(settings.cache_path)))
                 row.update(answer=result.answer, gold=q.answer, rouge_l=metrics.rouge_l(result.answer, q.answer))
-                if row["qtype"] is None or row["qtype"] in DECISION_TYPES:  # typeless (real) questions: all
+                if row["qtype"] in DECISION_TYPES:  # typeless (real) questions: not applicable, not scored
                     row["decision_f1"] = metrics.decision_f1(result.answer, q.answer)
             rows.append(row)
         report.questions += rows

@@ -56,10 +56,14 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
         v = s.get(key)
         return "-" if v is None or v != v else f"{v:.3f}"
 
+    def decision_cell(s: dict) -> str:
+        """Decision F1 is defined on the decision-oriented query types; data without types has none."""
+        return cell(s, "decision_f1") if s.get("n_decision_f1") else ("n/a" if s.get("n_rouge_l") else "-")
+
     for name, s in report.methods.items():
         answers = f" (n={s['n_rouge_l']})" if s.get("n_rouge_l") else ""
         t.add_row(name, f"{s.get('updater', '?')} / {s.get('ranking', '?')}", cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
-                  cell(s, "rouge_l") + answers, cell(s, "decision_f1"), f"{s['dropped/q']:.2f}",
+                  cell(s, "rouge_l") + answers, decision_cell(s), f"{s['dropped/q']:.2f}",
                   str(int(s["questions"])), f"{s['ms/q']:.1f}")
     con.print(t)
     ranked = ("orr@5", "crr@5", f"ndcg@{k}", "p@1")
