@@ -15,6 +15,7 @@ class MethodSpec:
     ranking: str  # a baseline retriever's name, or "validity" (HiCoMER's retriever)
     validity: str = "none"  # S_val: "state" (the maintained flag, the default), "learned" (the MLP), "none"
     resolve: bool = False  # drop the lower-priority side of contradicting evidence (answers only)
+    label: str = ""  # what a table calls it, where the key names a system whose mechanism it only adapts
 
 
 METHODS: dict[str, MethodSpec] = {
@@ -32,9 +33,9 @@ METHODS: dict[str, MethodSpec] = {
     "hicomer-no-resolution": MethodSpec("updater", "validity", validity="state"),  # answers from all evidence
     "hicomer": MethodSpec("updater", "validity", validity="state", resolve=True),
     # The peers the paper compares with (memgraft.collab.evaluate.peer_baselines); the last two ask the LLM.
-    "g-memory": MethodSpec("raw", "g-memory"),
-    "self-rag": MethodSpec("raw", "self-rag"),
-    "mem0": MethodSpec("mem0", "dense"),
+    "g-memory": MethodSpec("raw", "g-memory", label="g-memory-style groups (no insight or query graph)"),
+    "self-rag": MethodSpec("raw", "self-rag", label="self-rag-style validity filter (no critic or reflection tokens)"),
+    "mem0": MethodSpec("mem0", "dense", label="mem0-style update ops (no fact extraction)"),
 }
 # The paper's decision-oriented query types: Decision F1 is scored on these only.
 DECISION_TYPES = ("risk_warning", "next_step_decision", "protocol_consistency")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memgraft.collab.evaluate.methods import METHODS
+
 if TYPE_CHECKING:
     from memgraft.collab.evaluate.harness import EvalReport
 
@@ -62,7 +64,8 @@ def print_report(report: "EvalReport", title: str, k: int = 10) -> None:
 
     for name, s in report.methods.items():
         answers = f" (n={s['n_rouge_l']})" if s.get("n_rouge_l") else ""
-        t.add_row(name, f"{s.get('updater', '?')} / {s.get('ranking', '?')}", cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
+        spec = METHODS.get(name)
+        t.add_row(spec.label if spec and spec.label else name, f"{s.get('updater', '?')} / {s.get('ranking', '?')}", cell(s, "orr@5"), cell(s, "crr@5"), cell(s, f"ndcg@{k}"), cell(s, "p@1"),
                   cell(s, "rouge_l") + answers, decision_cell(s), f"{s['dropped/q']:.2f}",
                   str(int(s["questions"])), f"{s['ms/q']:.1f}")
     con.print(t)
