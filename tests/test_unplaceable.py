@@ -44,9 +44,19 @@ def test_training_workers_must_all_fit():
     assert worker_fit_problem(gpu, {"CPU": 8.0, "GPU": 1.0}) is None
 
 
+def start(script: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, script if "/" in script else f"pipelines/{script}", *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "RAY_ADDRESS": "local"})
+
+
+def finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def command(script: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, script if "/" in script else f"pipelines/{script}", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "RAY_ADDRESS": "local"})
+    return finish(start(script, *args))
 
 
 VLLM = ("--set", "models.llm_backend=vllm", "--set", "models.llm_tensor_parallel=64")  # more GPUs than any machine here
@@ -57,25 +67,28 @@ def test_each_command_refuses_vllm_on_a_ray_without_gpus_and_writes_nothing(tmp_
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London.")
-    build = command("build_graphs.py", "--input", str(docs), "--output", str(tmp_path / "g"),
-                    "--set", "extraction.method=llm", *VLLM)
+    stream = tmp_path / "s.jsonl"
+    stream.write_text(json.dumps({"team": "a", "group_id": "g1", "time": "2025-01-01T09:00:00", "memories": [
+        {"memory_id": "m0", "type": "team", "author": "a", "content": "We ship on Friday."}]}) + "\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "Who worked with Babbage?"}) + "\n")
+    # the three commands at once, each on its own local Ray (their start-up is most of the time)
+    running = [start("build_graphs.py", "--input", str(docs), "--output", str(tmp_path / "g"),
+                     "--set", "extraction.method=llm", *VLLM),
+               start("ingest_memories.py", "--stream", str(stream), "--bank", str(tmp_path / "b.sqlite"),
+                     "--policy", "llm", *VLLM),
+               start("answer_queries.py", "--graph", str(slice_graph[0]), "--questions", str(questions),
+                     "--output", str(tmp_path / "out"), *VLLM)]
+    build, ingest, answer = (finish(p) for p in running)
+
     assert build.returncode == 2, build.stderr[-2000:]
     assert "build_graphs: LLM extraction (Ray Data's vLLM processor) asks for 64 GPU(s)" in build.stderr
     assert not (tmp_path / "g" / "manifest.json").exists()
 
-    stream = tmp_path / "s.jsonl"
-    stream.write_text(json.dumps({"team": "a", "group_id": "g1", "time": "2025-01-01T09:00:00", "memories": [
-        {"memory_id": "m0", "type": "team", "author": "a", "content": "We ship on Friday."}]}) + "\n")
-    ingest = command("ingest_memories.py", "--stream", str(stream), "--bank", str(tmp_path / "b.sqlite"),
-                     "--policy", "llm", *VLLM)
     assert ingest.returncode == 2, ingest.stderr[-2000:]
     assert "ingest_memories: an ingest worker (the LLM updater) asks for 64 GPU(s)" in ingest.stderr
     assert not (tmp_path / "b.sqlite").exists()
 
-    questions = tmp_path / "q.jsonl"
-    questions.write_text(json.dumps({"id": "q1", "question": "Who worked with Babbage?"}) + "\n")
-    answer = command("answer_queries.py", "--graph", str(slice_graph[0]), "--questions", str(questions),
-                     "--output", str(tmp_path / "out"), *VLLM)
     assert answer.returncode == 2, answer.stderr[-2000:]
     assert "answer_queries: the shared LLM engine asks for 64 GPU(s)" in answer.stderr
     assert "could never start" in answer.stderr and not (tmp_path / "out" / "answers.jsonl").exists()

@@ -129,6 +129,15 @@ def run_config(training: TrainingSettings, storage: str, name: str):
                      checkpoint_config=CheckpointConfig(num_to_keep=training.checkpoints_to_keep))
 
 
+def check_workers_fit(settings: Settings) -> None:
+    """Refuse a run whose workers Ray can never place before it prepares any data (``fit`` checks again)."""
+    import ray
+
+    from pipelines.runtime import refuse_or_warn
+
+    refuse_or_warn(worker_fit_problem(settings.training, ray.cluster_resources()), _started_local_ray)
+
+
 def fit(loop: Callable[[dict], None], config: dict, settings: Settings, storage: str, name: str,
         resume: bool) -> "Result":
     """Run ``loop`` on the configured workers; without ``resume`` the run's old checkpoints go first."""

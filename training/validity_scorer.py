@@ -36,7 +36,8 @@ import typer
 
 from memgraft.config import Settings
 from memgraft.progress import Progress
-from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, fit, init_ray, load,
+from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, check_workers_fit, fit,
+                             init_ray, load,
                              said_as_exit, storage_path, write_json)
 
 RUN_NAME = "validity-scorer"
@@ -120,6 +121,8 @@ def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
     t, h = settings.training, settings.hicomer
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
+    init_ray(ray_address)
+    check_workers_fit(settings)  # before the bank and the pairs: a run that cannot start is refused at once
     dataset = generate(seed=t.seed, teams=t.validity_teams, groups=t.validity_groups)
     embedder = embedder or load_embedder(settings)
     reranker = load_reranker(settings, embedder)
@@ -148,7 +151,6 @@ def run_validity(settings: Settings, output: str | Path, *, resume: bool = True,
         "untrained scorer": {**retrieval_metrics(bank, embedder, reranker, untrained, settings, test_q, team_ids),
                              "pair_accuracy": pair_accuracy(untrained, test_pairs)},
     }
-    init_ray(ray_address)
     storage = storage_path(t, out)
     result = fit(validity_loop, {"settings": settings.model_dump(), "pairs": pairs, "run_id": uuid.uuid4().hex},
                  settings, storage, RUN_NAME, resume)
