@@ -141,12 +141,9 @@ def check_workers_fit(settings: Settings) -> None:
 def fit(loop: Callable[[dict], None], config: dict, settings: Settings, storage: str, name: str,
         resume: bool) -> "Result":
     """Run ``loop`` on the configured workers; without ``resume`` the run's old checkpoints go first."""
-    import ray
     from ray.train.torch import TorchTrainer
 
-    from pipelines.runtime import refuse_or_warn
-
-    refuse_or_warn(worker_fit_problem(settings.training, ray.cluster_resources()), _started_local_ray)
+    check_workers_fit(settings)
     if not resume:
         clear_run(storage, name)
     trainer = TorchTrainer(loop, train_loop_config=config, scaling_config=scaling_config(settings.training),

@@ -37,8 +37,7 @@ import typer
 from memgraft.config import Settings
 from memgraft.progress import Progress
 from training.common import (PROFILE_OPTION, RAY_ADDRESS_OPTION, RESUME_OPTION, SET_OPTION, check_workers_fit, fit,
-                             init_ray, load,
-                             said_as_exit, storage_path, write_json)
+                             init_ray, load, said_as_exit, storage_path, write_json)
 
 RUN_NAME = "validity-scorer"
 STATE_FILE = "state.pt"  # scorer, optimizer and epoch: what a restarted worker resumes from
