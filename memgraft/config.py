@@ -183,6 +183,10 @@ class HiCoMERSettings(_Section):
     # subject first (memgraft.collab.maintain.subject): a memory naming another subject never supersedes, one stating the
     # same value agrees, and a decision that names the value it replaces ("instead of X") supersedes what states X
     judge_subject_first: bool = True
+    # where neither memory names a subject, a pair each of whose texts has a word the other lacks, rarer in the team
+    # than every word they share, is on two topics and never supersedes (memgraft.collab.maintain.topic); read from
+    # this many team memories on (0: never)
+    judge_topic_from: int = Field(50, ge=0)
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
     validity_scorer: str = "state"

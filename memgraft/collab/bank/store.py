@@ -244,6 +244,12 @@ class MemoryBank(BankSearch):
                 rows.sort(key=lambda r: (r[7], r[12]))
         return [row_to_memory(r) for r in rows]
 
+    def originals_since(self, team: str, rowid: int = 0) -> list[tuple[int, str]]:
+        """(write position, original text) of the team's memories written after ``rowid``, in write order."""
+        with self._lock:
+            return [(int(r[0]), r[1]) for r in self._team_db(team).execute(
+                "SELECT rowid, original FROM memories WHERE team = ? AND rowid > ? ORDER BY rowid", (team, rowid))]
+
     def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
         """Each memory written by ``as_of`` and decided on after it: as it stood then, its text today, and the
         stored vector of its original text where that is the text then and today's differs (else None).

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import subject, values
+from memgraft.collab.maintain import subject, topic, values
 from memgraft.collab.maintain.features import N_LEXICAL, pair_features
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
@@ -111,6 +111,7 @@ class JudgePolicy:
     coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it
     one_subject: bool = True  # a memory supersedes one subject's memories (the one it contradicts most surely)
     subject_first: bool = True  # read who each memory is about before judging (memgraft.collab.maintain.subject)
+    topic_from: int = 50  # team memories from which unsure-subject pairs are read for their topics (0: never)
 
     @classmethod
     def from_settings(cls, model: PairJudge, hicomer: "HiCoMERSettings", embedder: "Embedder | None" = None,
@@ -119,7 +120,7 @@ class JudgePolicy:
         return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
                    second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight,
                    coexisting=hicomer.judge_coexisting, one_subject=hicomer.judge_one_subject,
-                   subject_first=hicomer.judge_subject_first)
+                   subject_first=hicomer.judge_subject_first, topic_from=hicomer.judge_topic_from)
 
     def judge_pairs(self, a: Sequence[Memory], b: Sequence[Memory]) -> np.ndarray:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
@@ -212,7 +213,7 @@ class JudgePolicy:
         if elsewhere:
             p, ref = max(elsewhere, key=lambda x: x[0])
             return Judgement(Relation.neutral, Action.keep, keep,
-                             f"read as conflicting with {ref.memory_id} (p={p:.2f}), which names another subject")
+                             f"read as conflicting with {ref.memory_id} (p={p:.2f}), which is about another subject")
         return Judgement(Relation.neutral, Action.keep, keep, "no memory on the same subject and attribute")
 
     def _contradictions(self, target: Target, scored: list[tuple[np.ndarray, Memory]]
@@ -249,8 +250,17 @@ class JudgePolicy:
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and (values.list_change(a, b)
                                                               or not subject.same_marks(a, b)):
-                contra.append((float(p[2]), r))
+                if self._other_topic(target, a, b):
+                    elsewhere.append((float(p[2]), r))
+                else:
+                    contra.append((float(p[2]), r))
         return contra, elsewhere
+
+    def _other_topic(self, target: Target, a: str, b: str) -> bool:
+        """Neither names a subject, neither states a change, and their words say two topics
+        (:func:`memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists"."""
+        return bool(self.topic_from) and target.words is not None and subject.same_subject(a, b) is None \
+            and not subject.changes(b) and topic.other_topic(a, b, target.words, self.topic_from)
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 from memgraft.collab.data import revised_text
 from memgraft.collab.maintain import rules
 from memgraft.collab.types import Action, Level, Memory, Relation, stamp
+
+if TYPE_CHECKING:
+    from memgraft.collab.maintain.topic import TeamWords
 
 # The relations a pair model tells apart, in the order of its outputs.
 LABELS = (Relation.neutral, Relation.compatible, Relation.contradiction)
@@ -32,6 +35,7 @@ class Target:
     memory: Memory
     against: tuple[Memory, ...]
     at: datetime  # the triggering group's time
+    words: "TeamWords | None" = None  # the team's topic-word counts (memgraft.collab.maintain.topic), if read
 
     def where(self) -> str:
         """The target in words, for errors."""

@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
-from memgraft.collab.maintain import carry, subject
+from memgraft.collab.maintain import carry, subject, topic
 from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
@@ -135,11 +135,13 @@ class Updater:
         history = self.history(group.team, np.stack([m.embedding for m in new]), weights,
                                per_memory=self.settings.history_per_memory)
         team_mems = tuple(m for m in new if m.type == "team")
-        intra = [Target("intra", m, team_mems, group.time) for m in new if m.type == "individual"] if team_mems else []
+        words = topic.team_words(self.bank, group.team) if self.settings.judge_topic_from else None
+        intra = [Target("intra", m, team_mems, group.time, words) for m in new if m.type == "individual"] \
+            if team_mems else []
         intra_j = self._judge(group, intra)
         revised = {t.memory.memory_id for t, j in zip(intra, intra_j) if j.action is Action.revise}
         maintained = tuple(m for m in new if m.memory_id not in revised)
-        inter = [Target("inter", h, maintained, group.time) for h in history] if maintained else []
+        inter = [Target("inter", h, maintained, group.time, words) for h in history] if maintained else []
         inter_j = self._judge(group, inter)
         if self.settings.carry_overruled:
             inter_j = self._carry(intra, intra_j, inter, inter_j)

@@ -1,0 +1,90 @@
+"""What a memory is about when it names no subject: its rare lower-case words, rare in its own team.
+
+Why: a real team's questions and topics are often lower-case ("who has scored the most points
+in a nba game", "the olympics coming to the us"), so :mod:`~memgraft.collab.maintain.subject`
+reads no subject in them and the pair judge decides alone; in a team of hundreds of such
+questions it reads a record on "most assists in a nba game" as replacing one on "most points".
+Two wordings of one topic share its words; what tells two topics apart is a word only one
+of them has that is rarer in the team than anything they share. Template and filler words
+("according to the archive", "tbh", "passed to") recur across a team's topics, so they are
+never the rarest; a topic's own words recur only in its own memories.
+
+Counted per team over the original texts of the memories written before the group being
+judged (:class:`TeamWords`, kept in step with the bank by write order), so a team's
+maintenance reads only its own bank. Below ``min_memories`` a team's counts say little and
+nothing is read. Nothing here reads a template: it is word counts and spelling.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from memgraft.collab.maintain import rules, subject
+
+if TYPE_CHECKING:
+    from memgraft.collab.bank.store import MemoryBank
+
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
+MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note: nothing is read from it
+
+
+@lru_cache(maxsize=65536)
+def topic_words(text: str) -> frozenset[str]:
+    """The text's lower-case content words, folded: capitalised words are names and values, which
+    :mod:`subject` reads; digits are values and times."""
+    toks = [t for t in _WORD.findall(rules.strip_label(text[: rules.READ_CHARS])) if not t[0].isupper()]
+    return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
+
+
+@dataclass
+class TeamWords:
+    """Document frequency of topic words over one team's memories, up to a write position."""
+
+    df: Counter = field(default_factory=Counter)
+    n: int = 0  # memories counted
+    last_rowid: int = 0  # the bank's write position counted up to
+
+    def add(self, text: str) -> None:
+        self.df.update(topic_words(text))
+        self.n += 1
+
+
+def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
+    """``a`` and ``b`` are about two topics: each has a word the other lacks (a typo or a plural allowed) that is
+    rarer in the team than every word they share. False where the team is too small to tell."""
+    if words.n < min_memories:
+        return False
+    ta, tb = topic_words(a), topic_words(b)
+    if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
+        return False
+    all_a = subject._text_words(a[: rules.READ_CHARS])
+    all_b = subject._text_words(b[: rules.READ_CHARS])
+    only_a = [w for w in ta if not subject._among(w, all_b)]
+    only_b = [w for w in tb if not subject._among(w, all_a)]
+    if not only_a or not only_b:
+        return False
+    shared = (ta - set(only_a)) | (tb - set(only_b))
+    rarest_shared = min((words.df[w] for w in shared), default=None)
+    rarest_own = max(min(words.df[w] for w in only_a), min(words.df[w] for w in only_b))
+    return rarest_shared is None or rarest_own < rarest_shared
+
+
+_COUNTS: "weakref.WeakKeyDictionary[MemoryBank, dict[str, TeamWords]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def team_words(bank: "MemoryBank", team: str) -> TeamWords:
+    """The team's counts over every memory the bank holds now, read once and then only what was written since
+    (a team's writers take turns, so its rows are committed in write order)."""
+    with _LOCK:
+        words = _COUNTS.setdefault(bank, {}).setdefault(team, TeamWords())
+        for rowid, text in bank.originals_since(team, words.last_rowid):
+            words.add(text)
+            words.last_rowid = max(words.last_rowid, rowid)
+        return words

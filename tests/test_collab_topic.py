@@ -1,0 +1,108 @@
+"""Topic words (memgraft.collab.maintain.topic): where neither memory names a subject, a record on another
+lower-case question never retires a current memory, and two wordings of one question still supersede."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memgraft.collab.api import CollabMemory
+from memgraft.collab.maintain import topic
+from memgraft.collab.maintain.judgement import Target
+from memgraft.collab.maintain.policies import make_policy
+from memgraft.collab.types import Action
+from tests.collab_bank_helpers import mem
+
+# A team's other questions, in several wordings each: their topic words recur in their own memories, the wording's
+# words across all of them.
+QUESTIONS = ["how many moons does the ringed planet have", "the longest river on the northern continent",
+             "who holds the record for the deepest free dive", "how tall is the old lighthouse on the cape",
+             "which school won the spelling bee last spring", "the fastest lap ever run on the harbour circuit",
+             "how much does a season pass at the ski hill cost", "who sings the theme of the cartoon about foxes",
+             "the most watched final of the chess league", "how many stations does the orbital railway have",
+             "who painted the mural in the station hall", "the oldest tree in the botanical garden"]
+WORDINGS = ["Log: {q}? — {v}", "Q: {q}? A: {v}", "Record: {q} is {v}.", "heard {v} for {q}, per the archive",
+            "my notes say {v} on '{q}'"]
+
+
+def team_words(extra=()):
+    words = topic.TeamWords()
+    for i, q in enumerate(QUESTIONS):
+        for j, w in enumerate(WORDINGS):
+            words.add(w.format(q=q, v=f"Answer{i}{j}"))
+    for text in extra:
+        words.add(text)
+    return words
+
+
+POINTS = "Log: Who has scored the most points in a nba game? — Wilt Chamberlain"
+ASSISTS = "Q: Record for most assists in a nba game? A: 29"
+NBA = ["Q: who won the nba game on christmas? A: Lakers", "Log: longest nba game ever played? — 6 overtimes"]
+
+
+def test_another_lower_case_question_is_another_topic_and_the_same_one_is_not():
+    words = team_words([POINTS, ASSISTS, *NBA])
+    assert topic.other_topic(POINTS, ASSISTS, words, 50)
+    assert not topic.other_topic(POINTS, "Record: who has scored the most points in a nba game is 100.", words, 50)
+    # the wording's own words differ ("heard", "archive" / "notes", "say"), but every team question has them
+    assert not topic.other_topic("heard 7 for how many moons does the ringed planet have, per the archive",
+                                 "my notes say 9 on 'how many moons does the ringed planet have'", words, 50)
+    assert not topic.other_topic(POINTS, ASSISTS, words, min_memories=words.n + 1)  # too few memories to tell
+
+
+@pytest.fixture(scope="module")
+def default(settings, embedder):
+    return make_policy(settings, embedder=embedder)  # the product default: the pair judge and its second opinion
+
+
+@pytest.fixture(scope="module")
+def without_topics(settings, embedder):
+    s = settings.model_copy(deep=True)
+    s.hicomer.judge_topic_from = 0
+    return make_policy(s, embedder=embedder)
+
+
+def judge(policy, target, ref, words):
+    [j] = policy.judge([Target("inter", target, (ref,), ref.time, words)])
+    return j
+
+
+def test_a_record_on_another_question_keeps_the_current_memory(default, without_topics):
+    words = team_words([POINTS, *NBA])
+    old, new = mem("points", "individual", POINTS), mem("assists", "team", ASSISTS, years=2)
+    assert judge(without_topics, old, new, words).action is Action.revise  # what the judge alone reads
+    j = judge(default, old, new, words)
+    assert j.action is Action.keep and "another subject" in j.reason
+
+
+def test_the_same_question_in_another_wording_is_still_superseded(default):
+    words = team_words([POINTS, *NBA])
+    old = mem("points", "individual", POINTS)
+    new = mem("new", "team", "Record from 2030: who has scored the most points in a nba game is Bol Manute.", years=2)
+    assert judge(default, old, new, words).action is Action.revise
+
+
+T0 = datetime(2026, 1, 6, 9, tzinfo=timezone.utc)
+
+
+def test_a_banks_counts_follow_its_writes_and_another_writers(settings, embedder, tmp_path):
+    """Counted once from the bank, then only the rows written since, by this bank object or another."""
+    path = tmp_path / "bank.sqlite"
+    cm = CollabMemory.open(path, settings, embedder=embedder)
+
+    def add(bank, gid, days, *texts):
+        bank.add_group({"team": "t", "group_id": gid, "time": (T0 + timedelta(days=days)).isoformat(),
+                        "memories": [{"memory_id": f"{gid}-{i}", "type": "individual", "author": "a", "content": c}
+                                     for i, c in enumerate(texts)]})
+
+    add(cm, "g1", 0, "heard the ferry leaves at noon", "the ferry leaves from pier two")
+    first = topic.team_words(cm.bank, "t")
+    assert (first.n, first.df["ferry"], first.df["pier"]) == (2, 2, 1)
+    other = CollabMemory.open(path, settings, embedder=embedder)  # another writer of the same bank
+    add(other, "g2", 1, "the pier closes in winter")
+    add(cm, "g3", 2, "winter timetable for the ferry")
+    again = topic.team_words(cm.bank, "t")
+    assert again is first and (again.n, again.df["ferry"], again.df["pier"], again.df["winter"]) == (4, 3, 2, 2)
+    other.close()
+    cm.close()
