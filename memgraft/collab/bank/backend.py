@@ -38,6 +38,7 @@ class Backend:
     where: str  # for messages: the location without a password
     ranks_in_db = False  # True: a team's top-N comes from ``top_n``; False: from the bank's cached index
     time_no_index = ""  # prefix that keeps the planner off the time index for lookups by key
+    team_no_index = ""  # prefix that keeps the planner off the team indexes for a scan by write order
     bound_team: str | None = None  # set: this connection serves one team and refuses the others
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
@@ -126,6 +127,7 @@ class SqliteBackend(Backend):
 
     dialect = "sqlite"
     time_no_index = "+"  # SQLite: ``+m.time`` is not an indexed column, so a lookup by id uses the key
+    team_no_index = "+"  # SQLite: ``+team``, so ``rowid > ?`` walks the rows written since, not the whole team
 
     def __init__(self, path: str | Path, team: str | None = None):
         self.location = self.where = str(path)

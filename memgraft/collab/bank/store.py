@@ -248,7 +248,8 @@ class MemoryBank(BankSearch):
         """(write position, original text) of the team's memories written after ``rowid``, in write order."""
         with self._lock:
             return [(int(r[0]), r[1]) for r in self._team_db(team).execute(
-                "SELECT rowid, original FROM memories WHERE team = ? AND rowid > ? ORDER BY rowid", (team, rowid))]
+                f"SELECT rowid, original FROM memories WHERE {self._db.team_no_index}team = ? AND rowid > ? "
+                "ORDER BY rowid", (team, rowid))]
 
     def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
         """Each memory written by ``as_of`` and decided on after it: as it stood then, its text today, and the
