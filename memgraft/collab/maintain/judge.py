@@ -164,10 +164,15 @@ class JudgePolicy:
         for ref, idx in by_ref.items():
             if len(idx) < 2:
                 continue
-            sure = [max((float(p[2]) for p, r in by_target[id(targets[i])] if r.memory_id == ref), default=0.0)
-                    for i in idx]
+            sure = [max((p for p, r in self._contradictions(targets[i], by_target[id(targets[i])])[0]
+                         if r.memory_id == ref), default=0.0) for i in idx]
             anchor = idx[int(np.argmax(sure))]
-            others = [i for i in idx if i != anchor]
+            # one that the reference says in words is replaced ("Airflow is out") is not judged again
+            others = [i for i in idx if i != anchor and subject.replaces(
+                next(r.maintained for _, r in by_target[id(targets[i])] if r.memory_id == ref),
+                targets[i].memory.maintained) is None]
+            if not others:
+                continue
             probs = self.judge_pairs([targets[i].memory for i in others], [targets[anchor].memory] * len(others))
             for i, p in zip(others, probs):
                 if p[0] >= max(p[1], p[2]):  # another subject than the anchor's
