@@ -103,6 +103,7 @@ def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_c
     import ray
     from ray import serve
 
+    from serving import proxy_guard
     from serving.application import compose
     from serving.settings import load_profile
 
@@ -116,7 +117,7 @@ def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_c
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.start(http_options={"host": "127.0.0.1", "port": port}, **proxy_guard.start_options())
     serve.run(compose(settings, serving), name=APP, route_prefix="/")
     return f"http://127.0.0.1:{port}", tokens
 
