@@ -1,11 +1,13 @@
-"""The pair encoder infers with its adapters folded into the base weights (issue 32: a 64-memory write
-spent most of its time here): the same probabilities, and a fresh fold once the adapters change."""
+"""The pair judge's second opinion costs what a write can bear (issue 32: a 64-memory write spent most of
+its time here): the encoder infers with its adapters folded into the base weights (the same probabilities,
+and a fresh fold once the adapters change), and ``hicomer.judge_encoder_max_pairs`` caps the pairs it reads."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from memgraft.collab.maintain.judge import JudgePolicy
 from memgraft.collab.maintain.pair_encoder import load_pair_encoder
 
 A = ["Team decision: the database migration tool is Flyway from now on.", "Lab meeting moves to Thursdays."]
@@ -41,3 +43,26 @@ def test_folded_inference_matches_the_adapters_and_follows_their_changes():
         with torch.no_grad():
             weight.copy_(before)  # the bundled encoder is shared in this process (load_pair_encoder caches it)
     np.testing.assert_allclose(model.probabilities(A, B), folded, atol=1e-6)
+
+
+class CountingEncoder:
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def probabilities(self, a, b):
+        self.asked += list(a)
+        return np.tile(np.array([[0.0, 0.0, 1.0]], np.float32), (len(a), 1))
+
+
+def test_the_second_opinion_reads_at_most_max_pairs_the_most_doubtful_first(settings):
+    probs = np.array([[0.9, 0.08, 0.02], [0.3, 0.2, 0.5], [0.2, 0.1, 0.7], [0.5, 0.4, 0.1], [0.0, 0.55, 0.45]],
+                     np.float32)
+    texts = [f"t{i}" for i in range(len(probs))]
+    capped = CountingEncoder()
+    h = settings.hicomer.model_copy(update={"judge_encoder_max_pairs": 2})
+    out = JudgePolicy.from_settings(None, h, second=capped).blend(texts, texts, probs)
+    assert capped.asked == ["t1", "t4"]  # P(contradiction) 0.50 and 0.45: nearest the 0.5 threshold; t0 not in doubt
+    assert np.allclose(out[[0, 2, 3]], probs[[0, 2, 3]]) and out[1, 2] > probs[1, 2] and out[4, 2] > probs[4, 2]
+    every = CountingEncoder()
+    JudgePolicy.from_settings(None, settings.hicomer, second=every).blend(texts, texts, probs)
+    assert settings.hicomer.judge_encoder_max_pairs == 0 and every.asked == ["t1", "t2", "t3", "t4"]
