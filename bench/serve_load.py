@@ -95,8 +95,13 @@ async def _served(base_url: str, tokens: dict[str, str], jobs: list[tuple], leve
     return lat, errors, time.perf_counter() - t0
 
 
-def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int, tag: str) -> list[tuple]:
-    """``n`` jobs: ``("write", team, group)`` every ``every``-th, else ``("read", team, question)``."""
+def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int, tag: str, *, memories: int = 2,
+               chars: int = 0, texts: dict[str, list[str]] | None = None) -> list[tuple]:
+    """``n`` jobs: ``("write", team, group)`` every ``every``-th, else ``("read", team, question)``.
+
+    A group holds ``memories`` memories (the first a team memory); with ``chars`` each is an ordinary note of
+    about that many characters, the team's own stream memories (``texts``) run together, so the history search
+    and the judge meet the subjects they would in use. Without, two one-line memories."""
     jobs: list[tuple] = []
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")  # after the seeded history, not in the future
     for i, (team, q) in enumerate(workload(questions, n, offset)):
@@ -104,10 +109,27 @@ def mixed_jobs(questions: list[tuple[str, str]], n: int, offset: int, every: int
             jobs.append(("read", team, q))
             continue
         gid = f"{team}-{tag}-{offset + i}"
+        if chars and texts:
+            contents = [_note(texts[team], (offset + i) * memories + j, chars, f"{gid} note {j}")
+                        for j in range(memories)]
+        else:
+            contents = [f"From now on {q} (rule {i})", f"Noted: {q}"] + [f"Noted ({j}): {q}" for j in
+                                                                       range(2, memories)]
         jobs.append(("write", team, {"team": team, "group_id": gid, "time": now, "memories": [
-            {"memory_id": f"{gid}-m0", "type": "team", "author": "bench", "content": f"From now on {q} (rule {i})"},
-            {"memory_id": f"{gid}-m1", "type": "individual", "author": "bench", "content": f"Noted: {q}"}]}))
+            {"memory_id": f"{gid}-m{j}", "type": "team" if j == 0 else "individual", "author": "bench",
+             "content": c} for j, c in enumerate(contents[:memories])]}))
     return jobs
+
+
+def _note(pool: list[str], start: int, chars: int, head: str) -> str:
+    """About ``chars`` characters: ``head``, then the pool's texts from ``start`` on (wrapping)."""
+    parts, size, k = [head + ":"], len(head) + 1, start * 7
+    while size < chars:
+        text = pool[k % len(pool)]
+        parts.append(text)
+        size += len(text) + 1
+        k += 1
+    return " ".join(parts)[:chars]
 
 
 def mixed_summary(lat: dict[str, list[float]], wall_s: float, errors: dict[str, int]) -> dict[str, Any]:

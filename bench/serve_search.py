@@ -1,7 +1,11 @@
 """Team search over HTTP (the Serve application) against the same search in process, in one run.
 
     python bench/serve_search.py [--teams 2] [--groups 24] [--requests 200] [--levels 1,8,32]
-        [--mixed-levels 8,32] [--write-every 4] [--max-seconds 60] [--k 10] [--out DIR] [--set k=v ...]
+        [--mixed-levels 8,32] [--write-every 4] [--write-memories 2] [--write-chars 0]
+        [--updater default] [--max-seconds 60] [--k 10] [--out DIR] [--set k=v ...]
+
+    # writes of 64 ordinary (~900-character) memories on the product's updater, mixed run only:
+    python bench/serve_search.py --levels '' --mixed-levels 4 --write-memories 64 --write-chars 900
 
 1. A generated stream (``memgraft.collab.data.generator.generate``) applied team by
    team with the rules updater (``CollabMemory.add_group``), one bank per team in
@@ -16,7 +20,10 @@
    team's bearer token.
 
 4. *Mixed*: at each of ``--mixed-levels``, every ``--write-every``-th request is a
-   new group (two memories) for a team, the rest searches, on both paths: in
+   new group for a team (``--write-memories`` memories, two by default; with
+   ``--write-chars`` each an ordinary note of that many characters made of the
+   team's own stream memories), the rest searches, on both paths, through
+   ``--updater`` (default: the profile's, the product default, the pair judge): in
    process, a team's writers take turns on a lock, as the service's do.
 
 Each level sends ``--requests`` distinct questions (the generator's questions with
@@ -92,31 +99,36 @@ def build_banks(settings: Any, embedder: Any, banks: Path, teams: int, groups: i
     for m in memories.values():
         m.close()
     questions = [(q["team"], q["question"]) for q in data.questions]
+    texts: dict[str, list[str]] = {}
+    for g in data.groups:
+        texts.setdefault(g["team"], []).extend(m["content"] for m in g["memories"])
     return {"seconds": time.perf_counter() - t, "teams": sorted(memories), "stats": stats, "questions": questions,
-            "counts": data.counts()}
+            "texts": texts, "counts": data.counts()}
 
 
 # -- the service --------------------------------------------------------------------------------
 
 
-def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_cpus: int) -> tuple[str, dict]:
+def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_cpus: int,
+                  updater: str) -> tuple[str, dict]:
     import ray
     from ray import serve
 
+    from serving import proxy_guard
     from serving.application import compose
     from serving.settings import load_profile
 
     tokens = {team: f"bench-{team}-{os.urandom(6).hex()}" for team in teams}
     (out / "tokens.json").write_text(json.dumps({"teams": tokens, "readers": []}))
-    # the mixed run's writes go through the rules updater on both paths (the untrained SmolLM2 judges nothing useful)
+    # the mixed run's writes go through the same updater on both paths (--updater; default: the product's)
     _, serving = load_profile(settings.profile, [f"serving.banks_dir={banks}", f"serving.traces_dir={out / 'traces'}"],
                               tokens_file=str(out / "tokens.json"))
-    settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules"})})
+    settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": updater})})
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.start(http_options={"host": "127.0.0.1", "port": port}, **proxy_guard.start_options())
     serve.run(compose(settings, serving), name=APP, route_prefix="/")
     return f"http://127.0.0.1:{port}", tokens
 
@@ -148,7 +160,10 @@ def print_tables(result: dict[str, Any]) -> None:
             t.add_row(str(level), name, str(s["n"]), str(s["errors"]), f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}",
                       f"{s['rps']:.1f}", *ratios)
     con.print(t)
-    mt = Table(title="Mixed reads and writes (a write is POST /groups or CollabMemory.add_group; ms per request)")
+    w = result["write"]
+    mt = Table(title=f"Mixed reads and writes (a write is POST /groups or CollabMemory.add_group of {w['memories']} "
+                     f"memories of {w['chars'] or 'one line of'} characters, 1 request in {w['every']}, updater "
+                     f"{result['updater']}; ms per request)")
     for c in ("clients", "kind", "path", "done", "errors", "p50", "p99", "p50 served / in-process",
               "p99 served / in-process"):
         mt.add_column(c, justify="left" if c in ("kind", "path") else "right")
@@ -179,6 +194,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients, comma-separated")
     parser.add_argument("--mixed-levels", default="8,32", help="clients of the mixed read/write run ('' for none)")
     parser.add_argument("--write-every", type=int, default=4, help="in the mixed run, one request in N is a write")
+    parser.add_argument("--write-memories", type=int, default=2, help="memories per group in the mixed run's writes")
+    parser.add_argument("--write-chars", type=int, default=0,
+                        help="each written memory an ordinary note of about this many characters (0: one line)")
+    parser.add_argument("--updater", default="default", choices=["default", "judge", "rules", "llm"],
+                        help="the mixed run's updater on both paths (default: the profile's, the product default)")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="time cap per level and path")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--num-cpus", type=int, default=2, help="the local Ray's CPUs (deployments reserve fractions)")
@@ -193,20 +213,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.models.threads import available_cpus
 
     settings = load_settings(args.profile, args.overrides)
+    updater = settings.hicomer.updater_policy if args.updater == "default" else args.updater
+    shape = dict(memories=args.write_memories, chars=args.write_chars)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-serve-"))
     out.mkdir(parents=True, exist_ok=True)
     levels = [int(x) for x in args.levels.split(",") if x]
     mixed = [int(x) for x in args.mixed_levels.split(",") if x]
     result: dict[str, Any] = {"cpus": available_cpus(), "k": args.k, "levels": levels, "requests": args.requests,
                               "mixed_levels": mixed, "cpu": {}, "in_process": {}, "served": {},
-                              "mixed_in_process": {}, "mixed_served": {}}
+                              "mixed_in_process": {}, "mixed_served": {}, "updater": updater,
+                              "write": {**shape, "every": args.write_every}}
 
     embedder = load_embedder(settings)
     with Phase(result["cpu"], "build banks"):
         banks = build_banks(settings, embedder, out / "banks", args.teams, args.groups, args.seed)
-    result["banks"] = {k: v for k, v in banks.items() if k != "questions"}
-    memories = {team: CollabMemory.open(out / "banks" / f"{team}.sqlite", settings, embedder=embedder, policy="rules")
-                for team in banks["teams"]}
+    result["banks"] = {k: v for k, v in banks.items() if k not in ("questions", "texts")}
+    memories = {team: CollabMemory.open(out / "banks" / f"{team}.sqlite", settings, embedder=embedder,
+                                        policy=updater) for team in banks["teams"]}
     team0 = banks["teams"][0]
     memories[team0].search(team0, "warm-up", k=args.k)
     from memgraft.collab.retrieve.retriever import ValidityRetriever
@@ -223,7 +246,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         with Phase(result["cpu"], f"in process, {level} clients"):
             result["in_process"][str(level)] = in_process_level(memories, jobs, level, args.k, args.max_seconds)
     for level in mixed:
-        jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "inproc")
+        jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "inproc", **shape,
+                          texts=banks["texts"])
         offset += args.requests
         with Phase(result["cpu"], f"in process, mixed, {level} clients"):
             result["mixed_in_process"][str(level)] = in_process_mixed(memories, jobs, level, args.k,
@@ -234,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from ray import serve
 
     with Phase(result["cpu"], "serve start-up"):
-        base_url, tokens = start_service(settings, out / "banks", out, banks["teams"], args.num_cpus)
+        base_url, tokens = start_service(settings, out / "banks", out, banks["teams"], args.num_cpus, updater)
     try:
         offset = 0  # the same questions as in process, level by level
         for level in levels:
@@ -246,7 +270,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 result["served"][str(level)] = asyncio.run(
                     served_level(base_url, tokens, jobs, level, args.k, args.max_seconds))
         for level in mixed:  # the same reads as in process; the writes are new groups of their own
-            jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "served")
+            jobs = mixed_jobs(banks["questions"], args.requests, offset, args.write_every, "served", **shape,
+                              texts=banks["texts"])
             offset += args.requests
             with Phase(result["cpu"], f"served, mixed, {level} clients"):
                 result["mixed_served"][str(level)] = asyncio.run(

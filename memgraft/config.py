@@ -168,6 +168,10 @@ class HiCoMERSettings(_Section):
     judge_encoder: str = "bundled"
     judge_encoder_from: float = Field(0.05, ge=0.0, le=1.0)  # the judge's P(contradiction) from which it asks
     judge_encoder_weight: float = Field(0.5, ge=0.0, le=1.0)  # the encoder's share of the averaged probabilities
+    # At most this many pairs of one judging call go to the encoder, the most doubtful first (0: every pair in
+    # doubt). It costs ~0.1-0.3 s a pair on 2 cores: a group of 64 long notes had 128 pairs in doubt, 40 s of its
+    # write; the rest keep the judge's own reading.
+    judge_encoder_max_pairs: int = Field(0, ge=0)
     # H_t: besides the group query's top history_top_k, each new memory's own nearest valid memories.
     # A group of many subjects' records (real streams) has a mean vector near none of them.
     history_per_memory: int = Field(5, ge=0)

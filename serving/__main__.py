@@ -10,6 +10,7 @@ import argparse
 import ray
 from ray import serve
 
+from serving import proxy_guard
 from serving.application import compose, settings_from
 
 
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     settings, serving = settings_from({"profile": a.profile, "set": ";".join(a.set), "tokens": a.tokens})
     ray.init(address=a.address)
-    serve.start(http_options={"host": serving.host, "port": serving.port})
+    serve.start(http_options={"host": serving.host, "port": serving.port}, **proxy_guard.start_options())
     serve.run(compose(settings, serving), name="memgraft", route_prefix="/", blocking=True)
     return 0
 

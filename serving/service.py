@@ -90,6 +90,7 @@ class Service:
         self._graphs: dict[str, tuple[int, GraphStore]] = {}
         self._teams: dict[str, CollabMemory] = {}
         self._writers: dict[str, threading.Lock] = {}
+        self._opening: dict[str, threading.Lock] = {}  # one per team: its first open, outside self._lock
 
     # -- sources, as every response names them ---------------------------------------------
     @property
@@ -147,25 +148,36 @@ class Service:
 
     # -- teams -------------------------------------------------------------------------------
     def team(self, team: str, *, create: bool = False) -> CollabMemory:
+        """The team's memory, opened on first use. The service-wide lock is never held across the open (it can
+        wait up to a bank's lock timeout): concurrent openers of one team wait for one open, other teams go on."""
         with self._lock:
             memory = self._teams.get(team)
             if memory is not None:
                 return memory
-            url = self._banks_url()
-            location = url or bank_path(self.serving.banks_dir, team)
-            if not create and url is None and not Path(location).exists():
-                raise NotFound(f"team {team!r} has no memories yet (add a group first)")
-            m = self.models
-            memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
-            bank = _open_bank(team, location, memo, bound=True)
-            bank.apply_group = checked(bank.apply_group)  # a write past its budget commits nothing
-            if not create and url is not None and not bank.teams():
-                bank.close()
-                raise NotFound(f"team {team!r} has no memories yet (add a group first)")
-            memory = CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer,
-                                  _policy=self._judge_policy(memo))
-            self._teams[team] = memory
+            opening = self._opening.setdefault(team, threading.Lock())
+        with opening:
+            with self._lock:
+                memory = self._teams.get(team)
+            if memory is None:
+                memory = self._open_team(team, create)
+                with self._lock:
+                    self._teams[team] = memory
             return memory
+
+    def _open_team(self, team: str, create: bool) -> CollabMemory:
+        url = self._banks_url()
+        location = url or bank_path(self.serving.banks_dir, team)
+        if not create and url is None and not Path(location).exists():
+            raise NotFound(f"team {team!r} has no memories yet (add a group first)")
+        m = self.models
+        memo = SharedMemoEmbedder(m.embedder)  # the write reuses the plan's vectors
+        bank = _open_bank(team, location, memo, bound=True)
+        bank.apply_group = checked(bank.apply_group)  # a write past its budget commits nothing
+        if not create and url is not None and not bank.teams():
+            bank.close()
+            raise NotFound(f"team {team!r} has no memories yet (add a group first)")
+        return CollabMemory(bank, self.settings, memo, llm=m.llm, reranker=m.reranker, scorer=m.scorer,
+                            _policy=self._judge_policy(memo))
 
     def _judge_policy(self, embedder: Any) -> Any:
         """The pair judge asking the deployment's pair encoder (``Models.pair_encoder``) instead of loading one in

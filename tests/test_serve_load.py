@@ -5,8 +5,10 @@ requests each), spread over ``TEAMS``. Each client posts groups to its team and
 searches it, retrying a 503 (after its ``Retry-After``) or a dropped connection
 with the very same request, and counting a 409 "already applied" on a retried
 write as that write's acknowledgement. Halfway through, the embedder's replica is
-killed. Afterwards every acknowledged group must be in its team's bank exactly
-once, no search may have returned another team's memory, and nothing may be 500.
+killed, and at three quarters the ingress's (its requests in flight are answered by
+the proxy's guard, :mod:`serving.proxy_guard`). Afterwards every acknowledged group
+must be in its team's bank exactly once, no search may have returned another team's
+memory, nothing may be 500, and every 503 must be JSON with ``error`` and ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 
 import tests.doubles
 import tests.serving_helpers
+from serving import proxy_guard
 from tests.serving_helpers import free_port, scripted_llm
 from tests.waiting import wait_until
 
@@ -58,7 +61,7 @@ def served(ray_local, tmp_path_factory):
     for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
         cloudpickle.register_pickle_by_value(module)
     port = free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    serve.start(http_options={"host": "127.0.0.1", "port": port}, **proxy_guard.start_options())
     try:
         serve.run(compose(settings, serving, llm_factory=scripted_llm), name=APP, route_prefix="/")
         yield f"http://127.0.0.1:{port}", state, serving
@@ -86,6 +89,7 @@ class Tally:
         self.status: collections.Counter[str] = collections.Counter()
         self.acked: dict[str, set[str]] = collections.defaultdict(set)
         self.leaks: list[str] = []
+        self.bare: list[str] = []  # 5xx answers without the documented JSON (or a 503 without Retry-After)
 
     def count(self, what: str) -> None:
         with self.lock:
@@ -104,6 +108,10 @@ def _send(c: httpx.Client, tally: Tally, path: str, body: dict, headers: dict, d
             time.sleep(0.5)
             continue
         tally.count(str(r.status_code))
+        if r.status_code >= 500:
+            _check_error_body(tally, r)
+            if r.status_code == 503 and r.json().get("error") == "ReplicaUnavailable":
+                tally.count("guarded")  # in flight in the killed ingress: the proxy's guard answered (a 503 too)
         if r.status_code != 503:
             if r.status_code == 409 and tried and r.json().get("error") in ("AlreadyApplied", "GroupAlreadyApplied"):
                 return httpx.Response(200, json={"retried": True})  # the first try went in before its answer got lost
@@ -111,6 +119,16 @@ def _send(c: httpx.Client, tally: Tally, path: str, body: dict, headers: dict, d
         tried = True
         time.sleep(float(r.headers.get("retry-after", "1")))
     return None
+
+
+def _check_error_body(tally: Tally, r: httpx.Response) -> None:
+    try:
+        ok = "error" in r.json()
+    except ValueError:
+        ok = False
+    if not ok or (r.status_code == 503 and "retry-after" not in r.headers):
+        with tally.lock:
+            tally.bare.append(f"{r.status_code} {r.headers.get('content-type')} {r.text[:80]!r}")
 
 
 def _client(base: str, n: int, tally: Tally, stop_at: float) -> None:
@@ -145,6 +163,8 @@ def test_many_writers_and_readers_with_a_replica_killed_lose_and_duplicate_nothi
         t.start()
     time.sleep(SECONDS / 2)
     _kill("embedder")
+    time.sleep(SECONDS / 4)
+    _kill("ingress")
     for t in threads:
         t.join(timeout=SECONDS + 200)
     assert not any(t.is_alive() for t in threads)
@@ -163,12 +183,15 @@ def test_many_writers_and_readers_with_a_replica_killed_lose_and_duplicate_nothi
             found[team] = set(gids)
     acked = sum(len(v) for v in tally.acked.values())
     lost = sum(len(tally.acked[t] - found[t]) for t in TEAMS)
-    print(f"\nload: {CLIENTS} clients, {len(TEAMS)} teams, embedder killed at {SECONDS / 2:.0f} s: acknowledged "
+    print(f"\nload: {CLIENTS} clients, {len(TEAMS)} teams, embedder killed at {SECONDS / 2:.0f} s, ingress at "
+          f"{SECONDS * 3 / 4:.0f} s: acknowledged "
           f"writes {acked}, found {sum(len(found[t] & tally.acked[t]) for t in TEAMS)} (in banks in all "
           f"{sum(len(v) for v in found.values())}), lost {lost}, duplicated {dup}, cross-team hits "
-          f"{len(tally.leaks)}, statuses {dict(sorted(tally.status.items()))}")
+          f"{len(tally.leaks)}, statuses {dict(sorted(tally.status.items()))}, bare errors {tally.bare[:3]}")
     assert acked > 0 and lost == 0 and dup == 0 and not tally.leaks
     assert not [s for s in tally.status if s.startswith("5") and s != "503"], tally.status
+    assert not tally.bare, tally.bare
+    assert tally.status["guarded"] > 0, tally.status  # the ingress died with requests in it, and they were answered
 
 
 def test_one_teams_unencodable_posts_fail_no_other_teams_searches(served):

@@ -108,6 +108,7 @@ class JudgePolicy:
     second: "PairEncoder | None" = None  # a cross-encoder for the pairs in doubt (memgraft.collab.maintain.pair_encoder)
     second_from: float = 0.05  # P(contradiction) from which a pair is in doubt
     second_weight: float = 0.5  # the second opinion's share of the averaged probabilities
+    second_max: int = 0  # at most this many pairs per call go to the second opinion, the most doubtful first (0: all)
     coexisting: bool = True  # a note its own group states again: the group's other team memories do not overrule it
     one_subject: bool = True  # a memory supersedes one subject's memories (the one it contradicts most surely)
     subject_first: bool = True  # read who each memory is about before judging (memgraft.collab.maintain.subject)
@@ -119,6 +120,7 @@ class JudgePolicy:
         """The policy over ``model`` with ``hicomer``'s threshold and second-opinion blend (``second``: its encoder)."""
         return cls(model, embedder=embedder, threshold=hicomer.judge_threshold, second=second,
                    second_from=hicomer.judge_encoder_from, second_weight=hicomer.judge_encoder_weight,
+                   second_max=hicomer.judge_encoder_max_pairs,
                    coexisting=hicomer.judge_coexisting, one_subject=hicomer.judge_one_subject,
                    subject_first=hicomer.judge_subject_first, topic_from=hicomer.judge_topic_from)
 
@@ -135,6 +137,9 @@ class JudgePolicy:
         if self.second is None or not len(probs):
             return probs
         doubt = np.flatnonzero(probs[:, 2] >= self.second_from)
+        if 0 < self.second_max < len(doubt):  # the most doubtful: P(contradiction) nearest the threshold
+            nearest = np.argsort(np.abs(probs[doubt, 2] - self.threshold), kind="stable")[: self.second_max]
+            doubt = np.sort(doubt[nearest])
         if len(doubt):
             probs = probs.copy()
             second = self.second.probabilities([texts_a[i] for i in doubt], [texts_b[i] for i in doubt])
