@@ -146,3 +146,18 @@ def test_one_teams_record_never_touches_another_teams_memory(settings, embedder,
     assert all(m.valid for m in cm.memories("lab-a"))
     assert cm.bank.decisions("lab-a") == [] or all(d.action is Action.keep for d in cm.bank.decisions("lab-a"))
     cm.close()
+
+
+def test_a_replacement_said_in_words_retires_every_memory_stating_it(settings, embedder, tmp_path):
+    """"Airflow is out" retires the decision that moved pipelines to Airflow and the note about an Airflow DAG alike:
+    once, the judge's surer read of the note made it the one subject, and the decision was judged again without it."""
+    cm = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    cm.add_group(group("de", "g0", 0, ("cron", "Pipelines run as cron jobs."), ("tab", "Dashboards are built in Tableau.")))
+    cm.add_group(group("de", "g1", 10, ("airflow", "We retired the cron jobs; pipelines run in Airflow.")))
+    cm.add_group({**group("de", "g2", 20, ("dag", "Added the new ingest DAG to Airflow.")),
+                  "memories": [{"memory_id": "dag", "type": "individual", "author": "ana",
+                                "content": "Added the new ingest DAG to Airflow."}]})
+    cm.add_group(group("de", "g3", 30, ("dagster", "Airflow is out, Dagster is in for all pipelines.")))
+    valid = {m.memory_id: m.valid for m in cm.memories("de")}
+    assert valid == {"cron": False, "tab": True, "airflow": False, "dag": False, "dagster": True}
+    cm.close()
