@@ -286,6 +286,9 @@ class BankSettings(_Section):
     lock_timeout_s: float = Field(10.0, gt=0)  # waiting for a lock (the team's writer lock included)
     idle_in_transaction_s: float = Field(60.0, gt=0)  # a transaction left open by a stalled client
     reconnect_s: float = Field(2.0, gt=0)  # a lost connection is retried this long, then again on the next use
+    # an ingest retries a group through a database outage (a restart) this long, backing off, then stops the team
+    # with the error named (``memgraft.collab.bank.outage``); 0: stop at once
+    outage_retry_s: float = Field(120.0, ge=0)
 
 
 class Settings(_Section):

@@ -11,6 +11,8 @@ time order (``memgraft.collab.ingest.ingest_team``), each group committed in one
 transaction. On a SQLite file the workers take turns at the file's one write lock; on a
 PostgreSQL bank (``--bank postgresql://…``) they write their teams at once, each team's
 writers in turn. Killed and restarted, the run skips the groups already in the bank.
+A database restart mid-run is ridden out: a group's write is retried with backoff for
+``bank.outage_retry_s`` (default 120 s), then its team stops with the error named.
 A team whose group fails stops there (nothing of that group written) while the others
 go on; the run then exits with status 1.
 
@@ -155,6 +157,7 @@ def run_ingest(settings: Settings, stream: str, bank: str, *, workers: int = 0, 
         "teams": len(teams), "groups": parsed.n_groups, "applied": applied,
         "skipped": sum(r.skipped for r in results), "decisions": sum(r.decisions for r in results),
         "revisions": sum(r.revisions for r in results), "failed_teams": sum(bool(r.error) for r in results),
+        "outage_retries": sum(r.retries for r in results), "outage_s": round(sum(r.outage_s for r in results), 1),
         "llm_calls": sum(r.usage.calls for r in results),
         "prompt_tokens": sum(r.usage.prompt_tokens for r in results),
         "completion_tokens": sum(r.usage.completion_tokens for r in results),
@@ -179,6 +182,9 @@ def print_summary(summary: dict[str, Any]) -> None:
         ("seconds", f"{summary['seconds']:.1f} ({summary['startup_s']:.1f} worker start-up)"),
         ("groups/s", f"{summary['groups_per_s']:.2f} (after start-up)"),
     ]
+    if summary["outage_retries"]:
+        rows.append(("database outage", f"{summary['outage_retries']} writes retried, {summary['outage_s']:.1f}s "
+                                        f"waited (bank.outage_retry_s)"))
     if summary["llm_calls"]:
         rows.append(("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']:,} prompt + "
                             f"{summary['completion_tokens']:,} completion tokens"))

@@ -1,12 +1,13 @@
 """The memory-bank tests' small stream (team ops's three groups, building and applying them), raw database access,
-the check that every memory's decisions chain, and a bare memory for the judge's pair cases."""
+the check that every memory's decisions chain, a bare memory for the judge's pair cases, and a bank's rows to
+compare two banks by."""
 
 from __future__ import annotations
 
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
-from memgraft.collab.bank import MemoryBank
+from memgraft.collab.bank import MemoryBank, open_bank
 from memgraft.collab.types import Memory, MemoryGroup
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -71,3 +72,16 @@ def mem(mid: str, typ: str, text: str, years: int = 0) -> Memory:
     at = PAIR_T0 + timedelta(days=365 * years)
     return Memory(memory_id=mid, team="museum", group_id=f"g{years}", type=typ, author="", original=text,
                   maintained=text, time=at, relation=None, action=None, valid=True, maintained_at=at)
+
+
+def bank_rows(location) -> tuple[list, list]:
+    """``bank_state`` through the bank's own reads, on either backend (each team's rows as that team sees them)."""
+    with open_bank(location) as bank:
+        teams = bank.teams()
+        memories = [(m.team, m.memory_id, m.group_id, m.original, m.maintained, m.relation, m.action, m.valid,
+                     m.maintained_at) for t in teams for m in sorted(bank.memories(t), key=lambda m: m.memory_id)]
+        decisions = sorted(((d.decision_id, d.team, d.memory_id, d.group_id, d.decided_at, d.level, d.relation,
+                             d.action, d.before, d.after, d.valid_before, d.valid_after, d.decided_by)
+                            for t in teams for d in bank.decisions(t)), key=lambda d: (d[1], d[4], d[0]))
+        groups = {t: bank.stats(t)["groups"] for t in teams}
+    return memories, decisions, groups

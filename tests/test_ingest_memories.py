@@ -19,6 +19,7 @@ from memgraft.collab.maintain.policies import RulesPolicy
 from memgraft.collab.maintain.updater import MemoEmbedder, Updater
 from memgraft.config import HiCoMERSettings
 from tests.conftest import REPO
+from tests.collab_bank_helpers import bank_rows
 from tests.doubles import HashEmbedder
 
 
@@ -369,19 +370,6 @@ bank = open_bank(url, MemoEmbedder(HashEmbedder()))
 stats = ingest_team(Updater(bank, RulesPolicy(), HiCoMERSettings()), read_stream(stream).teams[team])
 sys.exit(1 if stats.error else 0)
 """
-
-
-def bank_rows(location) -> tuple[list, list]:
-    """``bank_state`` through the bank's own reads, on either backend (each team's rows as that team sees them)."""
-    with open_bank(location) as bank:
-        teams = bank.teams()
-        memories = [(m.team, m.memory_id, m.group_id, m.original, m.maintained, m.relation, m.action, m.valid,
-                     m.maintained_at) for t in teams for m in sorted(bank.memories(t), key=lambda m: m.memory_id)]
-        decisions = sorted(((d.decision_id, d.team, d.memory_id, d.group_id, d.decided_at, d.level, d.relation,
-                             d.action, d.before, d.after, d.valid_before, d.valid_after, d.decided_by)
-                            for t in teams for d in bank.decisions(t)), key=lambda d: (d[1], d[4], d[0]))
-        groups = {t: bank.stats(t)["groups"] for t in teams}
-    return memories, decisions, groups
 
 
 def test_four_writers_on_one_postgres_bank_and_one_killed_mid_group(tmp_path, pg_url):

@@ -14,6 +14,11 @@ already applied. A team whose group fails (an LLM answer that stays invalid, say
 stops at that group, with nothing of it written; the other teams go on, and a rerun
 starts that team again at the failed group.
 
+A database outage (a PostgreSQL restart) does not stop a team: the group's write is
+tried again with backoff for ``bank.outage_retry_s`` (``bank.outage``: safe because a
+group commits whole, once, under its ``(team, group_id)`` key); past that the team stops
+with one line naming the bank, and a rerun resumes there.
+
 Vectors: the updater embeds each group's texts when it gets there, a call of two or
 three short texts per group, where the embedder's fixed cost per call dominates
 (measured on 2 cores, all-MiniLM fp32: 49 ms per text in calls of 2, 29 in one call
@@ -27,11 +32,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from pydantic import ValidationError
 
+from memgraft.collab.bank import BankError, pool
+from memgraft.collab.bank.outage import Outage, ride_out
 from memgraft.collab.types import MemoryGroup
 from memgraft.collab.maintain.updater import MemoEmbedder, UpdateReport, Updater
 from memgraft.models.llm.session import Usage
@@ -113,6 +121,8 @@ class TeamStats:
     revisions: int = 0
     history: int = 0  # sum of |H_t|
     seconds: float = 0.0
+    retries: int = 0  # writes tried again through a database outage (``outage_retry_s``)
+    outage_s: float = 0.0  # seconds waited for the database
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     failed_group: str | None = None
@@ -130,17 +140,25 @@ class TeamStats:
 
 
 def ingest_team(updater: Updater, groups: Sequence[MemoryGroup], *, limit: int | None = None,
-                on_group: Callable[[UpdateReport], None] | None = None) -> TeamStats:
-    """Apply one team's groups in order; stop at the first failure (or after ``limit`` applied groups)."""
+                on_group: Callable[[UpdateReport], None] | None = None,
+                outage_retry_s: float | None = None) -> TeamStats:
+    """Apply one team's groups in order; stop at the first failure (or after ``limit`` applied groups).
+
+    A group's write that meets a database outage is tried again for ``outage_retry_s`` (default: the
+    process's ``bank.outage_retry_s``) before the team stops."""
     stats = TeamStats(team=groups[0].team if groups else "", groups=len(groups))
+    budget = pool.current().outage_retry_s if outage_retry_s is None else outage_retry_s
     t0 = time.perf_counter()
     for i, g in enumerate(groups):
         if limit is not None and stats.applied >= limit:
             break
         if i % PREFETCH_GROUPS == 0:
-            prefetch_vectors(updater, groups[i:i + PREFETCH_GROUPS])
+            try:
+                prefetch_vectors(updater, groups[i:i + PREFETCH_GROUPS])
+            except BankError:
+                pass  # only a head start: each group embeds its own texts if the memo lacks them
         try:
-            report = updater.apply(g)
+            report = apply_through_outage(updater, g, budget, stats)
         except Exception as err:  # noqa: BLE001 - recorded, and the team stops: its later groups wait for this one
             stats.error, stats.failed_group = f"{type(err).__name__}: {err}", g.group_id
             break
@@ -149,6 +167,25 @@ def ingest_team(updater: Updater, groups: Sequence[MemoryGroup], *, limit: int |
             on_group(report)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def apply_through_outage(updater: Updater, group: MemoryGroup, budget_s: float, stats: TeamStats) -> UpdateReport:
+    """``updater.apply(group)``, ridden through an outage (``outage.ride_out``). A retry that finds the group
+    applied by this very attempt (a restart lost ``COMMIT``'s answer) reports it applied, decisions read back."""
+    bank, outage = updater.bank, Outage()
+    started = datetime.now(timezone.utc)
+    try:
+        report = ride_out(lambda: updater.apply(group), budget_s, bank.where,
+                          f"applying team {group.team!r} group {group.group_id!r}", outage)
+        if report.skipped and outage.retries:
+            at = bank.applied_at(group.team, group.group_id)
+            if at is not None and at >= started:  # committed by the attempt whose answer was lost
+                report.skipped = False
+                report.decisions = [d for d in bank.decisions(group.team) if d.group_id == group.group_id]
+        return report
+    finally:
+        stats.retries += outage.retries
+        stats.outage_s += outage.waited_s
 
 
 def prefetch_vectors(updater: Updater, groups: Sequence[MemoryGroup]) -> int:

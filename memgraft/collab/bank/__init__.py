@@ -34,7 +34,7 @@ the ranking), ``vectors`` (embedding and index caching), ``search`` (live and
 as-of search), ``transaction`` (one group's write), ``store`` (``MemoryBank``: the
 embedder binding, transactions, reads), ``errors``, ``migrate`` (each released schema's
 upgrade), ``forget`` (deleting one team's data), ``pool`` (PostgreSQL's connections, timeouts,
-restarts); ``scratch`` starts a throwaway PostgreSQL for tests and benchmarks.
+restarts), ``outage`` (a group's write retried through a restart); ``scratch`` starts a throwaway PostgreSQL for tests and benchmarks.
 """
 
 from pathlib import Path

@@ -211,6 +211,14 @@ class MemoryBank(BankSearch):
             return self._team_db(team).execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
                                                (team, group_id)).fetchone() is not None
 
+    def applied_at(self, team: str, group_id: str) -> datetime | None:
+        """When this group was committed (the writer's clock), or None: tells a commit whose answer a restart
+        lost from a group applied before (``outage``)."""
+        with self._lock:
+            row = self._team_db(team).execute("SELECT applied_at FROM groups WHERE team = ? AND group_id = ?",
+                                              (team, group_id)).fetchone()
+        return None if row is None else parse_time(row[0])
+
     # -- reads -----------------------------------------------------------------
     def teams(self) -> list[str]:
         with self._lock:

@@ -1,0 +1,155 @@
+"""An ingest through a database outage: a PostgreSQL restart mid-run is ridden out, nothing lost or applied twice;
+a server that stays away stops the team with one line naming the bank."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from memgraft.collab.bank import BankUnavailable, open_bank, pool
+from memgraft.collab.bank.outage import ride_out
+from memgraft.collab.bank.postgres import PostgresBackend
+from memgraft.collab.data.generator import generate
+from memgraft.collab.ingest import ingest_stream, ingest_team, read_stream
+from memgraft.collab.maintain.policies import RulesPolicy
+from memgraft.collab.maintain.updater import MemoEmbedder, Updater
+from memgraft.config import BankSettings, HiCoMERSettings
+from tests.collab_bank_helpers import bank_rows
+from tests.doubles import HashEmbedder
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    data = generate(seed=5, teams=2, groups=12)
+    return read_stream(data.write(tmp_path_factory.mktemp("outage"))["stream"])
+
+
+@pytest.fixture(scope="module")
+def clean(stream, pg_server):
+    """The uninterrupted run's bank."""
+    url = pg_server.database()
+    with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:
+        stats = ingest_stream(Updater(bank, RulesPolicy(), HiCoMERSettings()), stream)
+    assert all(s.error is None and s.retries == 0 for s in stats)
+    return url, bank_rows(url)
+
+
+@pytest.fixture
+def short_waits():
+    """Quick pool timeouts for one test (a down server answers each borrower within ~0.5 s), put back after."""
+    before = pool.current()
+    pool.configure(BankSettings(pool_size=3, pool_timeout_s=0.5, reconnect_s=0.5))
+    yield
+    pool.configure(before)
+
+
+def test_a_server_restart_mid_ingest_is_ridden_out_and_the_bank_equals_an_uninterrupted_run(
+        stream, clean, pg_server, short_waits):
+    url = pg_server.database()
+    applied, restarted = [], threading.Event()
+
+    def restart() -> None:
+        pg_server.pause()  # ``pg_ctl stop -m fast``: open sessions (a group's transaction among them) are ended
+        time.sleep(1.0)
+        pg_server.resume()
+        restarted.set()
+
+    def on_group(report) -> None:
+        applied.append(report.group_id)
+        if len(applied) == 3:  # the restart lands in the groups that follow, wherever in them it falls
+            threading.Thread(target=restart).start()
+
+    with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:
+        updater = Updater(bank, RulesPolicy(), HiCoMERSettings())
+        stats = [ingest_team(updater, stream.teams[t], on_group=on_group, outage_retry_s=30)
+                 for t in sorted(stream.teams)]
+    assert restarted.wait(30)
+    print(f"retries {[s.retries for s in stats]}, waited {[round(s.outage_s, 1) for s in stats]} s")
+    assert [s.error for s in stats] == [None, None]
+    assert sum(s.retries for s in stats) > 0  # the outage was met, and ridden out
+    assert sum(s.applied for s in stats) == stream.n_groups
+    assert bank_rows(url) == clean[1]  # memories and decisions: nothing lost, nothing twice
+
+
+def test_a_commit_whose_answer_is_lost_counts_once(stream, clean, pg_url, monkeypatch):
+    """The server goes away during ``COMMIT`` after the group is in: the retry finds it applied by that very
+    attempt, reports it applied (decisions read back), and writes nothing twice."""
+    url, commit, lost = pg_url(), PostgresBackend.commit, []
+    team = sorted(stream.teams)[0]
+    victim = stream.teams[team][4].group_id
+
+    def losing_commit(self) -> None:
+        commit(self)
+        if not lost and self.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
+                                     (team, victim)).fetchone():
+            lost.append(victim)
+            raise BankUnavailable(f"{self.where}: the database is unavailable (AdminShutdown): retry")
+
+    monkeypatch.setattr(PostgresBackend, "commit", losing_commit)
+    with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:
+        stats = ingest_stream(Updater(bank, RulesPolicy(), HiCoMERSettings()), stream)
+    monkeypatch.undo()
+    with open_bank(clean[0]) as bank:
+        clean_stats = [bank.stats(t) for t in sorted(stream.teams)]
+    assert lost == [victim]
+    assert [(s.applied, s.skipped, s.decisions, s.retries, s.error) for s in stats] == [
+        (c["groups"], 0, c["decisions"], int(i == 0), None) for i, c in enumerate(clean_stats)]
+    assert bank_rows(url) == clean[1]
+
+
+def test_a_server_that_stays_away_stops_with_one_line_naming_the_bank():
+    where, waits = "postgresql://memgraft@localhost/bank", []
+    clock = lambda: sum(waits)  # noqa: E731 - time passes only while the retry waits
+
+    def down():
+        raise BankUnavailable(f"{where}: the database is unavailable (OperationalError: connection refused): retry")
+
+    with pytest.raises(BankUnavailable) as err:
+        ride_out(down, 10.0, where, "applying team 'ops' group 'g7'", sleep=waits.append, clock=clock)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(where) and "'g7'" in text and "outage_retry_s=10)" in text
+    assert "connection refused" in text and text.count(where) == 1
+    assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0])  # doubling, capped; 9.1 s of 10
+    assert "8 retries over 9.1s" in text
+
+
+@pytest.mark.slow
+def test_the_ray_pipeline_rides_out_a_restart(ray_local, settings, pg_server, tmp_path):
+    """``ingest_memories.py`` on a PostgreSQL bank, the server restarted once a few groups are in: no team
+    fails, the summary counts the retried writes, and the bank equals one process's uninterrupted run's."""
+    from memgraft.models.embedder import load_embedder
+    from pipelines.ingest_memories import run_ingest
+
+    s = settings.model_copy(deep=True)
+    s.hicomer.updater_policy, s.models.embedder_dtype = "rules", "float32"
+    s.bank = BankSettings(pool_size=3, pool_timeout_s=0.5, reconnect_s=0.5, outage_retry_s=30)
+    path = generate(seed=5, teams=2, groups=6).write(tmp_path / "ds")["stream"]
+    clean, url = pg_server.database(), pg_server.database()
+    with open_bank(clean, MemoEmbedder(load_embedder(s))) as bank:
+        ingest_stream(Updater(bank, RulesPolicy(), s.hicomer), read_stream(path))
+    restarted = threading.Event()
+
+    def restart_once_some_are_in() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with open_bank(url) as bank:
+                    if sum(bank.stats(t)["groups"] for t in bank.teams()) >= 2:
+                        break
+            except Exception:  # noqa: BLE001 - the schema is not there yet
+                pass
+            time.sleep(0.1)
+        pg_server.pause()
+        time.sleep(1.0)
+        pg_server.resume()
+        restarted.set()
+
+    watcher = threading.Thread(target=restart_once_some_are_in)
+    watcher.start()
+    summary = run_ingest(s, str(path), url, workers=1)
+    watcher.join(timeout=120)
+    assert restarted.is_set()
+    assert summary["failed_teams"] == 0 and summary["applied"] == 12 and summary["outage_retries"] > 0, summary
+    assert bank_rows(url) == bank_rows(clean)
