@@ -36,7 +36,7 @@ class Backend:
     dialect: str
     location: str  # as given: opens the same bank again
     where: str  # for messages: the location without a password
-    ranks_in_db = False  # True: a team's top-N comes from ``top_n``; False: from the bank's cached index
+    ranks_in_db = False  # True: a team's top-N may come from ``top_n`` (``ranks_team_in_db``); False: never
     time_no_index = ""  # prefix that keeps the planner off the time index for lookups by key
     team_no_index = ""  # prefix that keeps the planner off the team indexes for a scan by write order
     bound_team: str | None = None  # set: this connection serves one team and refuses the others
@@ -96,6 +96,10 @@ class Backend:
 
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
+
+    def ranks_team_in_db(self, team: str) -> bool:
+        """Whether ``team``'s top-N comes from ``top_n`` (True) or from the bank's cached matrix (False)."""
+        return self.ranks_in_db
 
     def after_group(self, team: str) -> None:
         """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""

@@ -180,7 +180,7 @@ class MemoryBank(BankSearch):
                 if last is not None and iso(group.time) < last:
                     raise OutOfOrderGroup(f"team {group.team!r}: group {group.group_id!r} at {iso(group.time)} comes "
                                           f"before the last applied group ({last}); a team's groups apply in time order")
-                if self.dim is not None and not self._db.ranks_in_db:
+                if self.dim is not None and not self._db.ranks_team_in_db(group.team):
                     self._index(group.team)  # cache the committed vectors before this group writes any
                 conn.execute("INSERT INTO teams (team, version) VALUES (?, 0) ON CONFLICT DO NOTHING", (group.team,))
                 conn.execute("INSERT INTO groups VALUES (?, ?, ?, ?)", (group.team, group.group_id, iso(group.time),

@@ -53,15 +53,16 @@ class BankVectors:
         ``exclude`` (rows an overlay replaces) and the filters are applied in the database;
         ``rank`` applies them again, which changes nothing there and filters the matrix here.
         """
-        if not self._db.ranks_in_db:
+        if not self._db.ranks_team_in_db(team):
             return self._index(team)
+        self._indexes.pop(team, None)  # grown past the cached matrices (PostgreSQL): its own index serves it now
         if self.dim is None:
             raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
         return self._db.top_n(team, q, k, self.dim, valid_only, want_team_of(types), until, exclude)
 
     def _stored(self, team: str, memory_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
         """Stored vector and time (µs) of each id the team holds (as this connection sees it)."""
-        if not self._db.ranks_in_db:
+        if not self._db.ranks_team_in_db(team):
             idx = self._index(team)
             if idx is None:
                 return {}
@@ -79,7 +80,7 @@ class BankVectors:
         return out
 
     def _index(self, team: str) -> TeamIndex | None:
-        """The team's vectors, (re)built from the stored blobs when missing or stale (SQLite)."""
+        """The team's vectors, (re)built from the stored rows when missing or stale (another process wrote it)."""
         with self._lock:
             row = self._db.execute("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
             if row is None:
@@ -94,14 +95,13 @@ class BankVectors:
                 # transaction's own creation: committed, it holds nothing yet.
                 self._indexes[team] = TeamIndex(self.dim, row[0])
                 return self._indexes[team]
+            self._db.use_team(team)  # PostgreSQL: row-level security shows the connection this team's rows only
             idx = load_index(self._db, team, self.dim, row[0])
             self._indexes[team] = idx
             return idx
 
     def _after_commit(self, tx: GroupTransaction, version: int) -> None:
         """Fold a committed group into the cached index, or drop it if someone else wrote the team meanwhile."""
-        if self._db.ranks_in_db:
-            return
         with self._lock:
             idx = self._indexes.get(tx.team)
             if idx is None:
