@@ -12,6 +12,8 @@ other, so the machine's noise falls on both alike:
 - the same as of the middle of that team's stream (rebuilt from the decision log);
 - recall@``k`` of each backend's live hits against exact search (numpy over the
   team's vectors, regenerated from its seed);
+- one statement (``SELECT 1``) through the PostgreSQL bank's pool, the floor under each
+  of its queries (a search makes two: the team's version, then the hits' rows);
 - ingest: ``--ingest-groups`` groups (2 memories, 1 revision each) through
   ``apply_group`` on small teams, alternating backends: groups/s each.
 
@@ -92,6 +94,12 @@ def build(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[st
             server = ScratchPostgres(work)
             url = locations[backend] = server.database()
             figures[backend] = load(url, superuser(url, ROLE), layout, args.revise, NAME, args.dim)
+            import psycopg
+
+            with psycopg.connect(superuser(url, ROLE), autocommit=True) as con:  # as an operator sizes a server
+                # for HNSW builds: pgvector builds in memory up to this, far slower past it (64 MB by default)
+                con.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+                con.execute("SELECT pg_reload_conf()")
             with open_bank(url) as bank:  # the large teams' own HNSW indexes, as after_group builds them
                 t = time.perf_counter()
                 for team, n in layout.sizes().items():
@@ -138,6 +146,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 ms, hits = timed(lambda: banks[b].search(team, q, args.k))
                 times[b].setdefault(f"search, {kind} team", []).append(ms)
                 recall[b][kind].append(len(truth & {m.memory_id for m, _ in hits}) / args.k)
+            if "postgresql" in banks:  # the floor under every PostgreSQL query: one statement through the pool
+                db = banks["postgresql"]._team_db(team)
+                times["postgresql"].setdefault("one statement (SELECT 1, team bound)", []).append(
+                    timed(lambda: db.execute("SELECT 1").fetchall())[0])
             if i < 2 * args.as_of_queries:
                 when = when_mid(sizes[team])
                 for b in order:
@@ -207,11 +219,14 @@ def print_tables(result: dict[str, Any]) -> None:
     t = Table(title="ms per query; ratio = PostgreSQL / SQLite (goal: within 2x)")
     for c in ("row", *(f"{b} p50" for b in s), *(f"{b} p99" for b in s), *(("p50 ratio", "p99 ratio") if both else ())):
         t.add_column(c, justify="left" if c == "row" else "right")
-    for row in next(iter(s.values())):
-        cells = [f"{s[b][row]['p50']:.2f}" for b in s] + [f"{s[b][row]['p99']:.2f}" for b in s]
-        if both:
+    for row in dict.fromkeys(r for b in s for r in s[b]):
+        cells = [f"{s[b][row]['p50']:.2f}" if row in s[b] else "-" for b in s] + \
+                [f"{s[b][row]['p99']:.2f}" if row in s[b] else "-" for b in s]
+        if both and row in s["sqlite"] and row in s["postgresql"]:
             cells += [f"{s['postgresql'][row]['p50'] / s['sqlite'][row]['p50']:.2f}",
                       f"{s['postgresql'][row]['p99'] / s['sqlite'][row]['p99']:.2f}"]
+        elif both:
+            cells += ["-", "-"]
         t.add_row(row, *cells)
     con.print(t)
     for b, r in result["recall"].items():
@@ -239,6 +254,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--exact-max-rows", type=int, default=None,
                         help="PostgreSQL: a team past this many memories is searched through its own HNSW index "
                              "(default: postgres.EXACT_MAX_ROWS)")
+    parser.add_argument("--maintenance-work-mem", default="1GB", help="PostgreSQL: memory for an HNSW build")
     parser.add_argument("--ef-search", type=int, default=None, help="PostgreSQL: hnsw.ef_search (default 400)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -24,8 +24,8 @@ Why it looks like this:
 
 - A bank location that is a path opens SQLite (embedded, one writer at a time per
   file); a ``postgresql://`` URL opens PostgreSQL with pgvector (``postgres``: many
-  writers, teams kept apart by row-level security, the dense top-N in the database:
-  exact up to a team's 100,000 memories, from the team's own HNSW index above; one pool
+  writers, teams kept apart by row-level security, exact search over a cached matrix
+  up to a team's 100,000 memories as on SQLite, the team's own HNSW index in the database above; one pool
   of connections per process). Both run the same SQL and the same ranking; ``open_bank`` picks.
 
 The package, by idea: ``schema`` (tables, triggers, row codecs), ``backend`` (the

@@ -97,6 +97,11 @@ class Backend:
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
 
+    def execute_shared(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """``execute`` for a statement on the tables every team may read (``teams``, ``meta``): on PostgreSQL it
+        needs no team bound, so it goes as one plain statement (the version check before every search)."""
+        return self.execute(sql, params)
+
     def ranks_team_in_db(self, team: str) -> bool:
         """Whether ``team``'s top-N comes from ``top_n`` (True) or from the bank's cached matrix (False)."""
         return self.ranks_in_db

@@ -160,6 +160,16 @@ def with_connection(shared: SharedPool, where: str, fn: Callable[[Any], T]) -> T
     raise BankError("unreachable")  # pragma: no cover
 
 
+def plain(shared: SharedPool, where: str, sql: str, params: Any) -> "Rows":
+    """One autocommit statement on a borrowed connection (no BEGIN/COMMIT around it), its rows read."""
+
+    def run(conn: Any) -> Rows:
+        cur = conn.execute(sql, params, binary=True)
+        return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+
+    return with_connection(shared, where, run)
+
+
 def borrow(shared: SharedPool, where: str, start: Callable[[Any], Any]) -> Any:
     """A connection kept for a write transaction, ``start`` (its BEGIN, team binding and lock) run on it; one
     broken by a restart is replaced as in ``with_connection``. The caller gives it back (``putconn``)."""

@@ -13,12 +13,14 @@ Why it looks like this:
 - A team's writers are serialised by ``pg_advisory_xact_lock`` on the team, taken
   first in each group transaction: two writers of one team wait their turn (never
   a refusal), writers of different teams do not wait at all.
-- A team's dense top-N is computed in the database: exactly (a scan of the team's
-  rows) up to ``EXACT_MAX_ROWS`` memories, where that is fast and gives SQLite's
-  results; above, from the team's own HNSW index (cosine, a partial index on its
-  rows), approximate as HNSW is, built when the team passes that size (``after_group``).
-  The few rows it returns are ranked by the same ``index.rank`` the SQLite bank uses,
-  so scores and tie-breaks are the same. ``teams.memories`` (kept by a trigger) says which.
+- A team up to ``EXACT_MAX_ROWS`` memories is ranked as SQLite ranks it: exactly, by
+  numpy over the bank's cached matrix of the team, read from the rows once and again
+  only when ``teams.version`` says another process wrote the team (``ranks_team_in_db``;
+  an exact scan in the server was 7x slower at 20,000 memories). Above, the dense
+  top-N comes from the team's own HNSW index (cosine, a partial index on its rows),
+  approximate as HNSW is, built when the team passes that size (``after_group``); the
+  few rows it returns are ranked by the same ``index.rank``, so scores and tie-breaks
+  are the same. ``teams.memories`` (kept by a trigger) says which.
 - Connections come from the process's pool (``pool``), one per transaction; the
   team is bound inside each transaction, so no connection belongs to a team.
 """
@@ -39,7 +41,7 @@ from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, H
                                             team_index, team_literal, to_psycopg)
 from memgraft.collab.bank.pool import Rows
 
-# A team up to this size is ranked exactly; a larger one through the HNSW index. Measured (2 cores, pgvector
+# A team up to this size is ranked exactly (the cached matrix); a larger one through its HNSW index. Measured (2 cores, pgvector
 # 0.6.2, bench/collab_search.py, one 100k team of random 384-dim vectors, HNSW's worst case): the exact top-10
 # 72 ms p50 at recall 1.000, the index 40 ms at recall 0.342, and keeping the index up made the build 21x
 # slower (750 s against 36 s): below this size the index buys little time and costs exactness.
@@ -191,10 +193,8 @@ class PostgresBackend(Backend):
                 self._build_index(team)
 
     def ranks_team_in_db(self, team: str) -> bool:
-        """A large team from its HNSW index (``top_n``); a smaller one, like SQLite's, from the bank's cached matrix
-        of the team (reloaded when ``teams.version`` says another process wrote it). Why not an exact scan in the
-        database: on 2 cores a 20,000-memory team's scan took 48 ms in the server against 7 ms for numpy over the
-        cached matrix (bench/collab_scale.py), the same top-k."""
+        """A large team from its HNSW index (``top_n``); a smaller one from the bank's cached matrix, as on SQLite:
+        a 20,000-memory team's exact scan took 48 ms in the server, numpy over the matrix 7 ms (collab_scale)."""
         return self._team_size(team) > EXACT_MAX_ROWS
 
     def team_turn(self, team: str) -> Any:
@@ -233,6 +233,13 @@ class PostgresBackend(Backend):
         # frombuffer, not by parsing its text (reading 20,000 384-dim vectors: 0.25 s against 1.35 s)
         return self.execute_untied(to_psycopg(sql), params)
 
+    def execute_shared(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """Outside a write transaction, one autocommit statement, no team bound (``teams`` and ``meta`` have no
+        row-level security): BEGIN, binding and COMMIT around it cost ~1 ms of psycopg's Python on 2 busy cores."""
+        if self._tx is not None:
+            return self.execute(sql, params)
+        return pool.plain(self._shared, self.where, to_psycopg(sql), params)
+
     def execute_untied(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """``sql`` in psycopg's placeholders: on the write transaction's connection, or in a short transaction
         of its own on a borrowed one (the team bound, ``SET LOCAL``); a broken connection is replaced once."""
@@ -242,11 +249,10 @@ class PostgresBackend(Backend):
             except self._psycopg.Error as err:
                 pool.reraise(err, self.where)
         bind = self._locals(self._team)
+        if bind is None:
+            return pool.plain(self._shared, self.where, sql, params)
 
         def run(conn: Any) -> Rows:
-            if bind is None:
-                cur = conn.execute(sql, params, binary=True)
-                return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
             with conn.pipeline():  # one round trip: BEGIN, the binding, the statement, COMMIT
                 conn.execute("BEGIN")
                 conn.execute(*bind)
@@ -380,7 +386,7 @@ class PostgresBackend(Backend):
         """The team's memory count (which plan its searches take), read again every ``SIZE_REFRESH`` searches."""
         size, left = self._sizes.get(team, (0, 0))
         if left <= 0:
-            row = self.execute("SELECT memories FROM teams WHERE team = ?", (team,)).fetchone()
+            row = self.execute_shared("SELECT memories FROM teams WHERE team = ?", (team,)).fetchone()
             size, left = (0 if row is None else row[0]), SIZE_REFRESH
         self._sizes[team] = (size, left - 1)
         return size

@@ -62,6 +62,8 @@ class BankVectors:
 
     def _stored(self, team: str, memory_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
         """Stored vector and time (µs) of each id the team holds (as this connection sees it)."""
+        if not memory_ids:
+            return {}  # a search outside a transaction asks for none: no statement for it
         if not self._db.ranks_team_in_db(team):
             idx = self._index(team)
             if idx is None:
@@ -82,7 +84,7 @@ class BankVectors:
     def _index(self, team: str) -> TeamIndex | None:
         """The team's vectors, (re)built from the stored rows when missing or stale (another process wrote it)."""
         with self._lock:
-            row = self._db.execute("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
+            row = self._db.execute_shared("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
             if row is None:
                 return None
             cached = self._indexes.get(team)
