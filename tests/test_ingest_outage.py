@@ -48,18 +48,21 @@ def short_waits():
 def test_a_server_restart_mid_ingest_is_ridden_out_and_the_bank_equals_an_uninterrupted_run(
         stream, clean, pg_server, short_waits):
     url = pg_server.database()
-    applied, restarted = [], threading.Event()
+    applied, stopped, restarted = [], threading.Event(), threading.Event()
 
     def restart() -> None:
         pg_server.pause()  # ``pg_ctl stop -m fast``: open sessions (a group's transaction among them) are ended
+        stopped.set()
         time.sleep(1.0)
         pg_server.resume()
         restarted.set()
 
     def on_group(report) -> None:
         applied.append(report.group_id)
-        if len(applied) == 3:  # the restart lands in the groups that follow, wherever in them it falls
+        if len(applied) == 3:  # the stop lands in the group in flight, wherever in it it falls
             threading.Thread(target=restart).start()
+        elif len(applied) > 3:
+            stopped.wait(30)  # so the group after that one surely meets the server down, however fast the groups
 
     with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:
         updater = Updater(bank, RulesPolicy(), HiCoMERSettings())
