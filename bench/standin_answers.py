@@ -51,7 +51,14 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def hgmem_answer(kind: str, prompt: str) -> dict[str, Any]:
+def offered_names(schema: dict[str, Any] | None) -> list[str] | None:
+    """The entity names an evolve schema lets an insert name (HGMem's grounding enum), or None without one."""
+    items = ((schema or {}).get("$defs", {}).get("PointInsert", {}).get("properties", {})
+             .get("entities", {}).get("items", {}))
+    return list(items["enum"]) if "enum" in items else ([items["const"]] if "const" in items else None)
+
+
+def hgmem_answer(kind: str, prompt: str, offered: list[str] | None = None) -> dict[str, Any]:
     points = memory_points(prompt)
     if kind == "SufficiencyJudgement":
         if any(d.startswith("merged:") for _, d, _ in points):
@@ -61,8 +68,12 @@ def hgmem_answer(kind: str, prompt: str) -> dict[str, Any]:
     if kind in ("Evolution", "InsertOnly"):
         in_memory = {n.casefold() for _, _, names in points for n in names}
         fresh = [n for n in evidence_entities(prompt) if n.casefold() not in in_memory]
-        names = (fresh + [n for n in FALLBACK_NAMES if n.casefold() not in in_memory])[:2]
-        if len(names) < 2:  # both fallbacks already in memory: tag them with the step
+        if offered is not None:  # a grounded schema: only the names it offers, fresh ones first
+            names = [n for n in fresh if n in offered] + [n for n in offered if n not in fresh]
+            names = list(dict.fromkeys(names))[:2]
+        else:
+            names = (fresh + [n for n in FALLBACK_NAMES if n.casefold() not in in_memory])[:2]
+        if len(names) < 2 and offered is None:  # both fallbacks already in memory: tag them with the step
             names = [f"{n} {len(points)}" for n in FALLBACK_NAMES]
         out: dict[str, Any] = {"inserts": [
             {"description": _clip(f"{names[0]} is linked to {names[1]}.", 400), "entities": names}]}
@@ -135,7 +146,7 @@ def answer_for(schema: dict[str, Any] | None, messages: list[dict[str, Any]]) ->
     kind = schema_kind(schema)
     prompt = str(messages[-1].get("content", "")) if messages else ""
     try:
-        return kind, hgmem_answer(kind, prompt)
+        return kind, hgmem_answer(kind, prompt, offered_names(schema))
     except KeyError:
         if schema is None:
             return kind, "stand-in answer"

@@ -10,6 +10,7 @@ import numpy as np
 
 from memgraft.models.llm.base import ChatRequest, Completion
 
+ENTITY_LINE = re.compile(r"^- (.+?) \(([^()]*)\): ")
 Script = Sequence[str | Completion] | Callable[[ChatRequest], str | Completion]
 
 
@@ -72,8 +73,9 @@ class HGMemScript:
 
     @staticmethod
     def _entities(prompt: str) -> list[str]:
+        """The shown entities' names, from lines "- NAME (TYPE): description" (a name may hold brackets)."""
         block = prompt.split("Entities:\n", 1)[1].split("\nRelations:", 1)[0]
-        return [line[2:].split(" (", 1)[0] for line in block.splitlines() if line.startswith("- ")]
+        return [m.group(1) for line in block.splitlines() if (m := ENTITY_LINE.match(line))]
 
     @staticmethod
     def _step(prompt: str) -> int:

@@ -216,9 +216,11 @@ def test_the_default_runs_the_papers_four_rounds(world):
 
 
 class _KnownSizes(HGMemScript):
-    """Step 0 inserts a point over three invented entities (A, B, C), step 1 one over two (C, D) and, where
-    merging runs, merges the two; step 2 finds memory sufficient. The graph knows none of the names, so the
-    points' sizes are fixed by the script alone."""
+    """Step 0 inserts a point over three shown entities (A, B, C), step 1 one over two (C, from memory, and D,
+    newly shown) and, where merging runs, merges the two; step 2 finds memory sufficient. The points' sizes
+    are fixed by the script alone."""
+
+    first: list[str] = []
 
     def __call__(self, request):
         title = (request.json_schema or {}).get("title")
@@ -229,7 +231,11 @@ class _KnownSizes(HGMemScript):
                 {"kind": "global", "point_ids": [], "subquery": "what else is relevant"}]})
         if title in ("Evolution", "InsertOnly"):
             empty = prompt.split("Current memory:\n", 1)[1].startswith("(empty)")
-            names = ["Xa Unknown", "Xb Unknown", "Xc Unknown"] if empty else ["Xc Unknown", "Xd Unknown"]
+            shown = self._entities(prompt)
+            if empty:
+                self.first = names = shown[:3]
+            else:
+                names = [self.first[2], next(n for n in shown if n not in self.first)]
             out = {"inserts": [{"description": f"A fact over {len(names)} names.", "entities": names}]}
             return json.dumps(out if title == "InsertOnly" else {"updates": [], **out})
         if title == "Merging":
@@ -248,3 +254,21 @@ def test_the_hyperedge_size_is_the_mean_entities_per_active_point(world, setting
                         tmp_path)
     assert row["error"] is None and row["steps"] == 3
     assert row["memory_points"] == points and row["hyperedge_size"] == size
+
+
+def test_each_round_is_told_as_it_ends(world, settings3, tmp_path):
+    """Issue 34: a newcomer sees every round as it happens, not one line after minutes of silence."""
+    llm, told = ScriptedLLM(HGMemScript()), []
+    row = answer_record({"id": "r", "question": QUESTION}, "hgmem", world, llm, settings3, tmp_path,
+                        lambda line: told.append((len(llm.requests), line)))
+    steps = json.loads(open(row["trace"]).read())["steps"]
+    n = [len({e for sq in s["subqueries"] for e in sq["entity_ids"]}) for s in steps]
+    # told after each round's last LLM call (1 evolve; judge, evolve, merge; again), before the answer's
+    assert [(k, line.rsplit(" (", 1)[0]) for k, line in told] == [
+        (1, f"round 1 of 3: 1 subquery, {n[0]} entities, 0 points updated, 1 inserted"),
+        (4, f"round 2 of 3: 1 subquery, {n[1]} entities, 1 point updated, 1 inserted, 1 merge"),
+        (7, f"round 3 of 3: 1 subquery, {n[2]} entities, 0 points updated, 1 inserted")] and len(llm.requests) == 8
+    told.clear()
+    answer_record({"id": "s", "question": QUESTION}, "hgmem", world, ScriptedLLM(_KnownSizes()), settings3, tmp_path,
+                  lambda line: told.append((0, line)))
+    assert told[-1][1].startswith("round 3 of 3: memory suffices")

@@ -77,15 +77,21 @@ def pack(ids: Sequence[str], render: Callable[[int, str], str], budget: int, cou
     return block
 
 
+def name_of(entity: dict) -> str:
+    """An entity's name on one line, as prompts show it and as the evolve schema offers it (a graph's names
+    can hold a paragraph break: "Adolescence\n\nThe formal study")."""
+    return " ".join(str(entity["name"]).split())
+
+
 def show(evidence: StepEvidence, store: GraphStore, budget: int, counter: TokenCounter) -> Shown:
     """The step's entities, relations and chunks as the evolve prompt shows them."""
     def entity(_: int, e: str) -> str:
         ent = store.entity(e)
-        return f"- {ent['name']} ({ent['type']}): {counter.truncate(ent['description'], DESCRIPTION_TOKENS)}"
+        return f"- {name_of(ent)} ({ent['type']}): {counter.truncate(ent['description'], DESCRIPTION_TOKENS)}"
 
     def relation(_: int, r: str) -> str:
         rel = store.relation(r)
-        return (f"- {store.entity(rel['source_id'])['name']} -- {store.entity(rel['target_id'])['name']}: "
+        return (f"- {name_of(store.entity(rel['source_id']))} -- {name_of(store.entity(rel['target_id']))}: "
                 f"{counter.truncate(rel['description'], DESCRIPTION_TOKENS)}")
 
     def chunk(i: int, c: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -21,7 +21,6 @@ from memgraft.hgmem import evidence as shown_evidence
 from memgraft.hgmem import prompts
 from memgraft.hgmem.memory import HypergraphMemory, InvalidMemoryOperation
 from memgraft.hgmem.retrieval import Retriever, StepEvidence, Subquery
-from memgraft.ids import entity_id
 from memgraft.models.llm.session import LLMSession, Usage
 from memgraft.models.llm.tokens import TokenCounter, token_counter
 
@@ -55,8 +54,10 @@ class Outcome:
 
 
 class HGMemReasoner:
-    def __init__(self, store: GraphStore, session: LLMSession, settings: Settings, variant: Variant = Variant()):
+    def __init__(self, store: GraphStore, session: LLMSession, settings: Settings, variant: Variant = Variant(),
+                 on_round: Callable[[str], None] | None = None):
         self.store = store
+        self.on_round = on_round  # told each round as it ends, in words (round_line): a long question shows life
         self.session = session
         self.settings = settings
         self.hs = settings.hgmem
@@ -82,6 +83,7 @@ class HGMemReasoner:
                 if judgement.sufficient:
                     record.update(self._close(record, memory, step_t0, before_usage))
                     steps.append(record)
+                    self._tell(record)
                     stopped = "sufficient"
                     break
                 subqueries = self._subqueries(judgement, memory, question)
@@ -95,8 +97,10 @@ class HGMemReasoner:
             if self.variant.merge and index >= 1 and len(memory) >= 2:
                 record["operations"].update(self._merge(question, memory, index))
             memory.check_invariants()
+            memory.check_grounded(self.store.has_entity)
             record.update(self._close(record, memory, step_t0, before_usage))
             steps.append(record)
+            self._tell(record)
         answer, answer_record = self._answer(question, memory, steps)
         usage = self.session.usage
         return Outcome(answer, len(steps), usage.copy(),
@@ -105,6 +109,10 @@ class HGMemReasoner:
                        memory, time.perf_counter() - t0)
 
     # -- pieces ----------------------------------------------------------------
+    def _tell(self, record: dict[str, Any]) -> None:
+        if self.on_round is not None:
+            self.on_round(round_line(record, self.hs.max_step + 1))
+
     def _close(self, record: dict[str, Any], memory: HypergraphMemory, t0: float, before: Usage) -> dict[str, Any]:
         used = self.session.usage.minus(before)
         return {"memory_after": memory.snapshot(), "llm_calls": used.calls, "prompt_tokens": used.prompt_tokens,
@@ -131,53 +139,70 @@ class HGMemReasoner:
         # around every memory point once more
         return [Subquery(question, "local", active)] if self.variant.concerns == "local" else [Subquery(question, "global")]
 
-    def _vertex(self, memory: HypergraphMemory, name: str, known: dict[str, str]) -> str:
-        """Map a name the LLM wrote to a vertex: a graph entity when the graph has it, else a marked new one."""
-        eid = known.get(name.casefold()) or entity_id(name)
-        if self.store.has_entity(eid):
-            ent = self.store.entity(eid)
-            memory.add_vertex(eid, ent["name"], True, ent["chunk_ids"], ent["description"])
-        else:
-            memory.add_vertex(eid, name.strip(), False)
+    def _nameable(self, memory: HypergraphMemory, shown: shown_evidence.Shown) -> dict[str, str]:
+        """Name -> entity id of every entity this step may put in memory: those it showed the model
+        (retrieved entities, and both ends of the relations shown), and those memory already holds."""
+        ids = list(shown.blocks["entities"].ids)
+        for r in shown.blocks["relations"].ids:
+            rel = self.store.relation(r)
+            ids += [rel["source_id"], rel["target_id"]]
+        ids += [v.entity_id for v in memory.vertices() if v.in_graph]
+        return {shown_evidence.name_of(self.store.entity(e)): e for e in dict.fromkeys(ids) if self.store.has_entity(e)}
+
+    def _vertex(self, memory: HypergraphMemory, eid: str) -> str:
+        ent = self.store.entity(eid)
+        memory.add_vertex(eid, shown_evidence.name_of(ent), True, ent["chunk_ids"], ent["description"])
         return eid
 
     def _evolve(self, question: str, memory: HypergraphMemory, evidence: StepEvidence, index: int,
                 record: dict[str, Any]) -> dict[str, Any]:
         shown = shown_evidence.show(evidence, self.store, self.hs.evidence_tokens, self.tokens)
         record["shown"] = shown.trace()  # what the model read of what was retrieved
+        done: dict[str, list[Any]] = {"updates": [], "inserts": [], "rejected": []}
+        ids, nameable = self._point_ids(memory), self._nameable(memory, shown)
+        if not prompts.can_evolve(ids, self.variant.update, list(nameable)):
+            return done  # fewer than two entities to join and nothing to update: no operation to offer
         fields = dict(question=question, memory=self._memory_text(memory),
                       subqueries="; ".join(repr(r.subquery.text) for r in evidence.per_subquery),
                       **shown.prompt_fields())
-        ids = self._point_ids(memory)
-        model = prompts.evolution_model(ids, self.variant.update)
+        model = prompts.evolution_model(ids, self.variant.update, list(nameable))
         template = prompts.EVOLVE if (self.variant.update and ids) else prompts.EVOLVE_INSERT_ONLY
         out = self.session.ask(model, prompts.messages(template, **fields), f"evolution at step {index}")
-        updates = getattr(out, "updates", [])
-        known = {self.store.entity(e)["name"].casefold(): e for e in evidence.entity_ids}
-        step_chunks = set(evidence.chunk_ids)
-        done: dict[str, list[Any]] = {"updates": [], "inserts": [], "rejected": []}
-        for u in updates:
+        for u in getattr(out, "updates", []):
             try:
-                vids = [self._vertex(memory, n, known) for n in u.entities]
-                p = memory.update(u.point_id, u.description, index, add_vertex_ids=vids,
-                                  add_chunk_ids=self._support(memory, vids, step_chunks))
+                vids = [self._vertex(memory, nameable[n]) for n in u.entities]
+                vids_all = [*memory.point(u.point_id).vertex_ids, *vids] if u.point_id in ids else vids
+                chunks, relations = self._sources(memory, vids_all, evidence, shown)
+                p = memory.update(u.point_id, u.description, index, add_vertex_ids=vids, add_chunk_ids=chunks,
+                                  add_relation_ids=relations)
                 done["updates"].append(p.point_id)
             except (InvalidMemoryOperation, KeyError) as err:
                 done["rejected"].append({"op": "update", "point_id": u.point_id, "reason": str(err)})
-        for ins in out.inserts:
+        for ins in getattr(out, "inserts", []):
             try:
-                vids = [self._vertex(memory, n, known) for n in ins.entities]
-                p = memory.insert(ins.description, vids, self._support(memory, vids, step_chunks), index,
-                                  fold=self.variant.update)
+                vids = [self._vertex(memory, nameable[n]) for n in ins.entities]
+                chunks, relations = self._sources(memory, vids, evidence, shown)
+                if not chunks:
+                    raise InvalidMemoryOperation("insert: this step retrieved no chunk to ground it in")
+                p = memory.insert(ins.description, vids, chunks, index, fold=self.variant.update,
+                                  relation_ids=relations)
                 done["inserts"].append(p.point_id)
-            except InvalidMemoryOperation as err:
+            except (InvalidMemoryOperation, KeyError) as err:
                 done["rejected"].append({"op": "insert", "entities": ins.entities, "reason": str(err)})
         return done
 
-    @staticmethod
-    def _support(memory: HypergraphMemory, vertex_ids: list[str], step_chunks: set[str]) -> list[str]:
-        """The step's chunks that any of the point's entities came from."""
-        return [c for v in vertex_ids for c in memory.vertex(v).chunk_ids if c in step_chunks]
+    def _sources(self, memory: HypergraphMemory, vertex_ids: list[str], evidence: StepEvidence,
+                 shown: shown_evidence.Shown) -> tuple[list[str], list[str]]:
+        """What a new or updated point came from, by the code, of this step's retrieval: the relations it
+        retrieved between the point's entities, and the chunks of those relations and entities; where no
+        retrieved chunk is theirs, the chunks the model was shown when it wrote the point."""
+        vids = set(vertex_ids)
+        relations = [r for r in evidence.relation_ids
+                     if {self.store.relation(r)["source_id"], self.store.relation(r)["target_id"]} <= vids]
+        theirs = {c for v in vids for c in memory.vertex(v).chunk_ids}
+        theirs.update(c for r in relations for c in self.store.relation(r)["chunk_ids"])
+        chunks = [c for c in evidence.chunk_ids if c in theirs] or list(shown.blocks["chunks"].ids)
+        return chunks, relations
 
     def _merge(self, question: str, memory: HypergraphMemory, index: int) -> dict[str, Any]:
         out = self.session.ask(prompts.merging_model(self._point_ids(memory)), prompts.messages(
@@ -199,8 +224,33 @@ class HGMemReasoner:
         ranked = [h.id for h in self.store.rank("chunks", question, chunk_ids, len(chunk_ids))]
         block = shown_evidence.pack(ranked, lambda i, c: f"[{i + 1}] {' '.join(self.store.chunk(c)['text'].split())}",
                                     self.hs.answer_context_tokens // 2, self.tokens)
+        memory_text = self._memory_text(memory)
         out = self.session.ask(prompts.Answer, prompts.messages(
-            prompts.ANSWER_FROM_MEMORY, question=question, memory=self._memory_text(memory),
+            prompts.ANSWER_FROM_MEMORY, question=question, memory=memory_text,
             chunks=block.text or "(none)"), "answer")
-        return out.answer, {"source": source, "chunk_ids": block.ids, "chunk_tokens": block.tokens,
+        # the memory points the answer was given: their lines in the prompt, and whose chunks it read
+        cited = [p.point_id for p in memory.active_points()
+                 if f"[{p.point_id}] " in memory_text or set(p.chunk_ids) & set(block.ids)]
+        return out.answer, {"source": source, "point_ids": cited, "chunk_ids": block.ids, "chunk_tokens": block.tokens,
                             "left_out": block.left_out, "tokens_counted_by": self.tokens.name}
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def round_line(record: dict[str, Any], rounds: int) -> str:
+    """One finished step in words: "round 2 of 4: 3 subqueries, 14 entities, 2 points updated, 1 inserted (41 s)"."""
+    head = f"round {record['step'] + 1} of {rounds}: "
+    if "subqueries" not in record:
+        return head + f"memory suffices ({record['seconds']:.0f} s)"
+    ops = record.get("operations", {})
+    entities = {e for sq in record["subqueries"] for e in sq["entity_ids"]}
+    parts = [_n(len(record["subqueries"]), "subquery", "subqueries"), _n(len(entities), "entity", "entities"),
+             _n(len(ops.get("updates", [])), "point", "points") + " updated", f"{len(ops.get('inserts', []))} inserted"]
+    if ops.get("merges"):
+        parts.append(_n(len(ops["merges"]), "merge", "merges"))
+    refused = len(ops.get("rejected", [])) + len(ops.get("rejected_merges", []))
+    if refused:
+        parts.append(f"{refused} refused")
+    return head + ", ".join(parts) + f" ({record['seconds']:.0f} s)"

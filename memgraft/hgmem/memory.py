@@ -59,6 +59,7 @@ class MemoryPoint:
     merged_from: list[str] = field(default_factory=list)
     merged_into: str | None = None
     history: list[str] = field(default_factory=list)
+    relation_ids: list[str] = field(default_factory=list)  # the graph's relations it came from
 
     @property
     def active(self) -> bool:
@@ -103,7 +104,7 @@ class HypergraphMemory:
     # ---- the three operations -------------------------------------------------------
 
     def insert(self, description: str, vertex_ids: Iterable[str], chunk_ids: Iterable[str],
-               step: int, *, fold: bool = True) -> MemoryPoint:
+               step: int, *, fold: bool = True, relation_ids: Iterable[str] = ()) -> MemoryPoint:
         """Add a memory point joining ``vertex_ids`` (repeats dropped; ≥ 2 must remain).
 
         With ``fold``, if an active point already joins exactly the same vertex set,
@@ -117,13 +118,16 @@ class HypergraphMemory:
         description = self._checked_description(description, "insert")
         for point in self.active_points() if fold else ():
             if set(point.vertex_ids) == set(vids):
-                return self.update(point.point_id, description, step, add_chunk_ids=chunk_ids)
-        point = MemoryPoint(self._new_id(), description, vids, _unique(chunk_ids), created_step=step)
+                return self.update(point.point_id, description, step, add_chunk_ids=chunk_ids,
+                                   add_relation_ids=relation_ids)
+        point = MemoryPoint(self._new_id(), description, vids, _unique(chunk_ids), created_step=step,
+                            relation_ids=_unique(relation_ids))
         self._points[point.point_id] = point
         return point
 
     def update(self, point_id: str, description: str, step: int,
-               add_vertex_ids: Iterable[str] = (), add_chunk_ids: Iterable[str] = ()) -> MemoryPoint:
+               add_vertex_ids: Iterable[str] = (), add_chunk_ids: Iterable[str] = (),
+               add_relation_ids: Iterable[str] = ()) -> MemoryPoint:
         """Rewrite an active point's description (the old one goes to ``history``) and
         widen it with more vertices or chunks. Merged-away points are frozen: the
         model must update the point they were merged into."""
@@ -138,6 +142,7 @@ class HypergraphMemory:
             point.description = description
         point.vertex_ids = _unique([*point.vertex_ids, *new_vids])
         point.chunk_ids = _unique([*point.chunk_ids, *add_chunk_ids])
+        point.relation_ids = _unique([*point.relation_ids, *add_relation_ids])
         point.updated_steps.append(step)
         return point
 
@@ -155,6 +160,7 @@ class HypergraphMemory:
             vertex_ids=_unique(v for p in parents for v in p.vertex_ids),
             chunk_ids=_unique(c for p in parents for c in p.chunk_ids),
             created_step=step, merged_from=pids,
+            relation_ids=_unique(r for p in parents for r in p.relation_ids),
         )
         for parent in parents:
             parent.merged_into = point.point_id
@@ -249,6 +255,17 @@ class HypergraphMemory:
                     fail(f"{parent_id} is a parent of {key} but merged into {parent.merged_into}")
                 if not set(parent.vertex_ids) <= set(p.vertex_ids):
                     fail(f"{key} lost vertices of its parent {parent_id}")
+
+    def check_grounded(self, is_entity: Callable[[str], bool]) -> None:
+        """Raise :class:`MemoryInvariantError` unless memory is built from the graph: every vertex is one of
+        its entities (``is_entity``) and every active point cites a chunk. The loop holds this by construction
+        (its schemas offer only retrieved names); this says so after every step, loudly, if it ever stops."""
+        for v in self._vertices.values():
+            if not (v.in_graph and is_entity(v.entity_id)):
+                raise MemoryInvariantError(f"vertex {v.name!r} ({v.entity_id}) is not an entity of the graph")
+        for p in self.active_points():
+            if not p.chunk_ids:
+                raise MemoryInvariantError(f"{p.point_id} cites no chunk")
 
     # ---- serialisation --------------------------------------------------------------
 

@@ -151,8 +151,11 @@ def sufficiency_model(point_ids: Sequence[str]) -> type[BaseModel]:
     return _sufficiency_model(tuple(point_ids))
 
 
-def evolution_model(point_ids: Sequence[str], update: bool) -> type[BaseModel]:
-    return _evolution_model(tuple(point_ids), update)
+def evolution_model(point_ids: Sequence[str], update: bool, entity_names: Sequence[str]) -> type[BaseModel]:
+    """The evolve step's schema: point ids and entity names are enums of what this step may name
+    (the active points; the entities it retrieved and showed, and memory's own), so the decoder cannot
+    invent a vertex. Fewer than two names: no insert is possible, and the schema offers none."""
+    return _evolution_model(tuple(point_ids), update, tuple(dict.fromkeys(entity_names)))
 
 
 def merging_model(point_ids: Sequence[str]) -> type[BaseModel]:
@@ -169,15 +172,27 @@ def _sufficiency_model(point_ids: tuple[str, ...]) -> type[BaseModel]:
                         concerns=(list[concern], Field(default_factory=list, max_length=3)))
 
 
-@lru_cache(maxsize=1024)
-def _evolution_model(point_ids: tuple[str, ...], update: bool) -> type[BaseModel]:
-    if not point_ids or not update:
-        required = 1 if not point_ids else 0
-        return create_model("InsertOnly", __base__=InsertOnly,
-                            inserts=(list[PointInsert], Field(min_length=required, max_length=4)))
-    point_update = create_model("PointUpdate", __base__=PointUpdate, point_id=(_ids(point_ids), ...))
-    return create_model("Evolution", __base__=Evolution,
-                        updates=(list[point_update], Field(default_factory=list, max_length=4)))
+@lru_cache(maxsize=256)
+def _evolution_model(point_ids: tuple[str, ...], update: bool, names: tuple[str, ...]) -> type[BaseModel]:
+    updating = bool(point_ids and update)
+    fields: dict[str, Any] = {}
+    if updating:  # first, as the prompt's example has it
+        added = ((list[_ids(names)], Field(default_factory=list, max_length=6)) if names  # type: ignore[misc]
+                 else (list[str], Field(default_factory=list, max_length=0)))
+        point_update = create_model("PointUpdate", __base__=PointUpdate, point_id=(_ids(point_ids), ...),
+                                    entities=added)
+        fields["updates"] = (list[point_update], Field(default_factory=list, max_length=4))
+    if len(names) >= 2:
+        insert = create_model("PointInsert", __base__=PointInsert,
+                              entities=(list[_ids(names)], Field(min_length=2, max_length=6)))  # type: ignore[misc]
+        # an empty memory must gain a point
+        fields["inserts"] = (list[insert], Field(default_factory=list, min_length=0 if point_ids else 1, max_length=4))
+    return create_model("Evolution" if updating else "InsertOnly", __base__=BaseModel, **fields)
+
+
+def can_evolve(point_ids: Sequence[str], update: bool, entity_names: Sequence[str]) -> bool:
+    """Whether the step has any operation to offer: an insert needs two names, an update a point."""
+    return len(set(entity_names)) >= 2 or bool(point_ids and update)
 
 
 @lru_cache(maxsize=1024)
@@ -194,5 +209,8 @@ def messages(template: str, **fields: object) -> list[dict[str, str]]:
 def all_output_models() -> list[type[BaseModel]]:
     """Every schema shape the loop decodes under, for tests that check the decoder accepts them all."""
     ids = ["p1", "p2", "p3"]
-    return [SufficiencyJudgement, sufficiency_model(ids), evolution_model([], True), evolution_model(ids, True),
-            evolution_model(ids, False), merging_model(ids), Answer]
+    # names as a graph holds them: quotes, backslashes, accents and one name that is a prefix of another
+    names = ["Ada Lovelace", 'The "Analytical" Engine', "C:\\path", "Zoë", "Ada", "Ada Lovelace Day"]
+    return [SufficiencyJudgement, sufficiency_model(ids), evolution_model([], True, names),
+            evolution_model(ids, True, names), evolution_model(ids, False, names), evolution_model(ids, True, ["A"]),
+            evolution_model(ids, True, []), merging_model(ids), Answer]

@@ -28,6 +28,7 @@ from memgraft.models.threads import set_torch_threads
 
 # Marker written last into a converted folder; a folder without it is not trusted.
 _MARKER = "memgraft-source.json"
+GRAMMAR_CACHE = 256  # compiled grammars kept, least recently used dropped first
 
 
 def _atomic_write_dir(final: Path, write: Callable[[Path], None]) -> Path:
@@ -178,7 +179,11 @@ class TransformersLLM:
         import xgrammar as xgr
 
         key = json.dumps(schema)  # not sorted: xgrammar keeps the schema's property order
-        if key not in self._grammars:
+        if key in self._grammars:
+            self._grammars[key] = self._grammars.pop(key)  # most recently used last
+        else:
+            while len(self._grammars) >= GRAMMAR_CACHE:  # HGMem's schemas name each step's entities: bound them
+                self._grammars.pop(next(iter(self._grammars)))
             if self._grammar_compiler is None:
                 # The logits can be wider than the tokenizer's vocabulary: size the masks to the model.
                 info = xgr.TokenizerInfo.from_huggingface(
