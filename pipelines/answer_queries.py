@@ -65,7 +65,12 @@ class QuestionWorker:
     def answer(self, record: dict[str, Any], method: str, trace_dir: str) -> dict[str, Any]:
         from memgraft.hgmem.methods import answer_record
 
-        return answer_record(record, method, self.store, self.llm, self.settings, trace_dir)
+        qid = record.get("id")
+
+        def tell(line: str) -> None:  # Ray forwards a worker's stderr to the driver's terminal as it comes
+            print(f"{method} {qid}: {line}", file=sys.stderr, flush=True)
+
+        return answer_record(record, method, self.store, self.llm, self.settings, trace_dir, tell)
 
 
 def read_questions(path: str) -> Iterator[dict[str, Any]]:

@@ -11,7 +11,7 @@ import re
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -58,7 +58,9 @@ def graph_rag(question: str, store: GraphStore, session: LLMSession, settings: S
     return Outcome(out.answer, 1, session.usage.copy(), trace, None, time.perf_counter() - t0)
 
 
-def run_method(method: str, question: str, store: GraphStore, llm: LLM, settings: Settings) -> Outcome:
+def run_method(method: str, question: str, store: GraphStore, llm: LLM, settings: Settings,
+               on_round: Callable[[str], None] | None = None) -> Outcome:
+    """Answer ``question`` with ``method``; HGMem's loop tells ``on_round`` each round as it ends."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; methods: {', '.join(METHODS)}")
     session = LLMSession(llm, settings.generation)
@@ -66,7 +68,7 @@ def run_method(method: str, question: str, store: GraphStore, llm: LLM, settings
         return naive_rag(question, store, session, settings)
     if method == "graph":
         return graph_rag(question, store, session, settings)
-    return HGMemReasoner(store, session, settings, VARIANTS[method]).run(question)
+    return HGMemReasoner(store, session, settings, VARIANTS[method], on_round).run(question)
 
 
 def _safe_name(qid: str) -> str:
@@ -74,11 +76,11 @@ def _safe_name(qid: str) -> str:
 
 
 def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
-                  trace_dir: str | Path) -> dict[str, Any]:
+                  trace_dir: str | Path, on_round: Callable[[str], None] | None = None) -> dict[str, Any]:
     """One output line for one question record; a failure becomes a line with its error, never an exception."""
     t0 = time.perf_counter()
     try:
-        return record_answer(record, method, store, llm, settings, trace_dir)[0]
+        return record_answer(record, method, store, llm, settings, trace_dir, on_round)[0]
     except Exception as err:  # a question's failure must not stop the others
         return {**_passed_through(record, method), "answer": None, "error": f"{type(err).__name__}: {err}",
                 "steps": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
@@ -86,13 +88,13 @@ def answer_record(record: dict[str, Any], method: str, store: GraphStore, llm: L
 
 
 def record_answer(record: dict[str, Any], method: str, store: GraphStore, llm: LLM, settings: Settings,
-                  trace_dir: str | Path) -> tuple[dict[str, Any], Outcome]:
+                  trace_dir: str | Path, on_round: Callable[[str], None] | None = None) -> tuple[dict[str, Any], Outcome]:
     """Answer one question record and write its trace (JSON, plus the HTML page for HGMem): the output line
     and the outcome behind it. Raises on failure, so a caller such as the HTTP service can tell a lost model
     replica from a model's bad output."""
     t0 = time.perf_counter()
     qid = str(record["id"])
-    outcome = run_method(method, str(record["question"]), store, llm, settings)
+    outcome = run_method(method, str(record["question"]), store, llm, settings, on_round)
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
     path = trace_dir / f"{_safe_name(qid)}.{method}.json"
