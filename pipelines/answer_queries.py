@@ -40,6 +40,9 @@ from pipelines.runtime import PipelineFitError, configure_output, gpu_actors, in
 log = logging.getLogger("memgraft.answer_queries")
 
 
+WORKER_RESTARTS = 2  # a worker killed more often than this fails its questions (each recorded, --retry-failed)
+
+
 @ray.remote
 class QuestionWorker:
     """Holds the graph store once and answers questions concurrently (a threaded actor)."""
@@ -172,7 +175,9 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     in_flight_cap = max(1, settings.hgmem.max_in_flight)
     workers = placeable_workers(settings, workers or auto_workers(settings), engine)
     per_worker = math.ceil(in_flight_cap / workers)
-    pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker)
+    # a killed worker is restarted and its questions run again there (only the driver writes answers: once each)
+    pool = [QuestionWorker.options(num_cpus=settings.pipeline.actor_cpus, max_concurrency=per_worker,
+                                   max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS)
             .remote(graph, settings, llm) for _ in range(workers)]
     pending: dict[Any, tuple[dict[str, Any], int]] = {}
     load = [0] * len(pool)  # questions in flight per worker: each new one goes to the least loaded

@@ -1,33 +1,68 @@
 """The HGMem driver on the bundled SmolLM2, not a script: ``run_answers(llm=None)`` starts the shared
-``LLMEngine`` actor, which loads the real model, and one question comes back as a real answer line.
+``LLMEngine`` actor, which loads the real model; two question workers run HGMem's loop over a real graph,
+and one of them is killed mid-run. Every question is answered once: nothing lost, nothing twice.
 
-Small limits keep it to a minute or so on 2 cores: one question, no evolution step
-(the initial retrieval, memory and the answer), a short token budget.
+Small limits keep it to a minute or two on 2 cores: two rounds (t = 0, 1), short budgets.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 
 import pytest
 
+from tests.waiting import wait_until
+
 pytestmark = pytest.mark.slow
 
+QUESTIONS = ["Who publishes the Journal of Psychotherapy Integration?", "What is adolescence?",
+             "Who developed person-centered therapy?"]
 
-def test_the_driver_answers_one_question_on_smollm2(slice_graph, settings, tmp_path):
+
+def _worker_pids():
+    """Ray names an actor's process after its class ("ray::QuestionWorker")."""
+    import psutil
+
+    pids = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if cmd.startswith("ray::QuestionWorker"):
+            pids.append(proc.pid)
+    return sorted(pids)
+
+
+def test_the_driver_runs_hgmem_on_smollm2_through_a_killed_worker(slice_graph, settings, tmp_path):
     from pipelines.answer_queries import run_answers
 
     s = settings.model_copy(deep=True)
-    s.hgmem.max_in_flight = 1
-    s.hgmem.top_entities, s.hgmem.top_chunks, s.hgmem.answer_context_tokens = 6, 2, 400
-    s.generation.max_new_tokens = 160
+    s.hgmem.max_step = 1
+    s.hgmem.max_in_flight = 2
+    s.hgmem.top_entities, s.hgmem.top_chunks = 4, 2
+    s.hgmem.answer_context_tokens = s.hgmem.evidence_tokens = 300
+    s.generation.max_new_tokens = 96
     questions = tmp_path / "q.jsonl"
-    questions.write_text(json.dumps({"id": "q0", "question": "Who publishes the Journal of Psychotherapy "
-                                                             "Integration?"}) + "\n")
-    # naive: one LLM call, the driver's path is the same for every method (HGMem's loop on SmolLM2 itself:
-    # tests/test_hgmem_real.py)
-    summary = run_answers(s, str(slice_graph[0]), str(questions), str(tmp_path / "run"), "naive", workers=1)
-    [row] = [json.loads(x) for x in (tmp_path / "run" / "answers.jsonl").read_text().splitlines()]
-    assert summary["answered"] == 1 and not row["error"], row
-    assert row["answer"].strip() and row["method"] == "naive" and row["id"] == "q0"
-    assert row["llm_calls"] >= 1 and row["prompt_tokens"] > 100 and row["completion_tokens"] > 0
+    questions.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(QUESTIONS)))
+    out = tmp_path / "run"
+    result: dict = {}
+    driver = threading.Thread(target=lambda: result.update(
+        run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", workers=2)), daemon=True)
+    driver.start()
+    # both workers up and the first question in flight: kill one of them
+    wait_until(lambda: len(_worker_pids()) == 2 or not driver.is_alive(), "two question workers", deadline_s=300)
+    assert driver.is_alive(), result
+    victim = _worker_pids()[0]
+    wait_until(lambda: (out / "traces").exists() or not driver.is_alive(), "a question in flight", deadline_s=300)
+    os.kill(victim, signal.SIGKILL)
+    driver.join(timeout=900)
+    assert not driver.is_alive() and result, "the driver did not finish"
+    rows = [json.loads(x) for x in (out / "answers.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == ["q0", "q1", "q2"]  # each once
+    assert result["answered"] == 3 and result["failed"] == 0 and not [r for r in rows if r["error"]], rows
+    for row in rows:
+        assert row["method"] == "hgmem" and row["answer"].strip() and row["llm_calls"] >= 2
+        assert row["prompt_tokens"] > 100 and row["completion_tokens"] > 0
+        trace = json.loads(open(row["trace"]).read())
+        assert trace["steps"] and trace["steps"][0]["subqueries"][0]["entity_ids"]
