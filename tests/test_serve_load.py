@@ -56,6 +56,8 @@ def served(ray_local, tmp_path_factory):
     (state / "tokens.json").write_text(json.dumps(TOKENS))
     settings, serving = load_profile("local", [
         f"serving.banks_dir={state / 'banks'}", f"serving.traces_dir={state / 'traces'}",
+        # not the product default: this test is about load and faults, and the pair judge's cost per write is
+        # bench/serve_search.py's (its mixed run uses the default updater); the default over HTTP: test_serve_real
         f"serving.graphs_dir={state / 'graphs'}", "hicomer.updater_policy=rules"],
         tokens_file=str(state / "tokens.json"))
     for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
