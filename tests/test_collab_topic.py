@@ -3,6 +3,7 @@ lower-case question never retires a current memory, and two wordings of one ques
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -57,10 +58,8 @@ def default(settings, embedder):
 
 
 @pytest.fixture(scope="module")
-def without_topics(settings, embedder):
-    s = settings.model_copy(deep=True)
-    s.hicomer.judge_topic_from = 0
-    return make_policy(s, embedder=embedder)
+def without_topics(default):
+    return dataclasses.replace(default, topic_from=0)  # hicomer.judge_topic_from=0, the same models
 
 
 def judge(policy, target, ref, words):

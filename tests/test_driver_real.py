@@ -2,7 +2,8 @@
 ``LLMEngine`` actor, which loads the real model; two question workers run HGMem's loop over a real graph,
 and one of them is killed mid-run. Every question is answered once: nothing lost, nothing twice.
 
-Small limits keep it to a minute or two on 2 cores: two rounds (t = 0, 1), short budgets.
+Small limits keep it to about a minute on 2 cores: two questions, one on each worker, two rounds (t = 0, 1),
+short budgets; HGMem's four rounds on the real model are tests/test_hgmem_real.py's.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
-QUESTIONS = ["Who publishes the Journal of Psychotherapy Integration?", "What is adolescence?",
-             "Who developed person-centered therapy?"]
+QUESTIONS = ["Who publishes the Journal of Psychotherapy Integration?", "Who developed person-centered therapy?"]
 
 
 def _worker_pids():
@@ -50,17 +50,15 @@ def test_the_driver_runs_hgmem_on_smollm2_through_a_killed_worker(slice_graph, s
     driver = threading.Thread(target=lambda: result.update(
         run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", workers=2)), daemon=True)
     driver.start()
-    # both workers up and the first question in flight: kill one of them
+    # both workers up, each given its question at once: kill one before any question is answered
     wait_until(lambda: len(_worker_pids()) == 2 or not driver.is_alive(), "two question workers", deadline_s=300)
-    assert driver.is_alive(), result
-    victim = _worker_pids()[0]
-    wait_until(lambda: (out / "traces").exists() or not driver.is_alive(), "a question in flight", deadline_s=300)
-    os.kill(victim, signal.SIGKILL)
+    assert driver.is_alive() and not (out / "traces").exists(), result
+    os.kill(_worker_pids()[0], signal.SIGKILL)
     driver.join(timeout=900)
     assert not driver.is_alive() and result, "the driver did not finish"
     rows = [json.loads(x) for x in (out / "answers.jsonl").read_text().splitlines()]
-    assert sorted(r["id"] for r in rows) == ["q0", "q1", "q2"]  # each once
-    assert result["answered"] == 3 and result["failed"] == 0 and not [r for r in rows if r["error"]], rows
+    assert sorted(r["id"] for r in rows) == ["q0", "q1"]  # each once
+    assert result["answered"] == 2 and result["failed"] == 0 and not [r for r in rows if r["error"]], rows
     for row in rows:
         assert row["method"] == "hgmem" and row["answer"].strip() and row["llm_calls"] >= 2
         assert row["prompt_tokens"] > 100 and row["completion_tokens"] > 0
