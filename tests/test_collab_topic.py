@@ -105,3 +105,32 @@ def test_a_banks_counts_follow_its_writes_and_another_writers(settings, embedder
     assert again is first and (again.n, again.df["ferry"], again.df["pier"], again.df["winter"]) == (4, 3, 2, 2)
     other.close()
     cm.close()
+
+
+def test_a_bank_keeps_counts_for_its_recent_teams_only_and_counts_them_again_on_return(settings, embedder, tmp_path,
+                                                                                       monkeypatch):
+    """One service process serves many teams: counts are kept for the TEAMS_KEPT most recent, and a team that
+    returns after being let go is counted again from its bank, to the same figures."""
+    monkeypatch.setattr(topic, "TEAMS_KEPT", 2)
+    cm = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    for team in ("a", "b", "c"):
+        cm.add_group({"team": team, "group_id": "g", "time": T0.isoformat(),
+                      "memories": [{"memory_id": f"{team}-m", "type": "individual", "author": "x",
+                                    "content": f"the ferry for team {team} leaves at noon"}]})
+        topic.team_words(cm.bank, team)
+    assert list(topic._COUNTS[cm.bank]) == ["b", "c"]
+    back = topic.team_words(cm.bank, "a")
+    assert (back.n, back.df["ferry"]) == (1, 1) and list(topic._COUNTS[cm.bank]) == ["c", "a"]
+    cm.close()
+
+
+def test_only_the_pair_judge_reads_the_counts(settings, embedder, tmp_path, monkeypatch):
+    """The rules and llm updaters never read topic words, so a write under them does not count the team."""
+    calls = []
+    monkeypatch.setattr(topic, "team_words", lambda bank, team: calls.append(team) or topic.TeamWords())
+    rules = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": "rules"})})
+    rules_cm = CollabMemory.open(tmp_path / "rules.sqlite", rules, embedder=embedder)
+    rules_cm.add_group({"team": "t", "group_id": "g", "time": T0.isoformat(),
+                        "memories": [{"memory_id": "m", "type": "individual", "author": "x", "content": "noon"}]})
+    assert calls == []
+    rules_cm.close()

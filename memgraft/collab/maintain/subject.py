@@ -276,16 +276,16 @@ def content(words: tuple[str, ...]) -> tuple[str, ...]:
 
 def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
     words = content(old)
-    return bool(words) and all(_among(w, value) for w in words)
+    return bool(words) and all(among(w, value) for w in words)
 
 
 @lru_cache(maxsize=65536)
-def _text_words(text: str) -> tuple[str, ...]:
+def text_words(text: str) -> tuple[str, ...]:
     """Every word of the text, its kind tag dropped, folded: read once per text, not once per pair."""
     return _words(_TOKEN.findall(rules.strip_label(text)))
 
 
-def _among(word: str, words: tuple[str, ...]) -> bool:
+def among(word: str, words: tuple[str, ...]) -> bool:
     """``word`` is one of ``words``, misspelt or in the plural."""
     return any(_near(word, v) or _plural(word, v) for v in words)
 
@@ -300,13 +300,13 @@ def replaces(newer: str, older: str) -> tuple[str, ...] | None:
     rn = read(newer)
     if not rn.replaced:
         return None
-    older_words = _text_words(older)
+    older_words = text_words(older)
     ro = read(older)
     for old in rn.replaced:
         words = content(old)
         if not words or any(old == o for o in ro.replaced):
             continue
-        if all(_among(w, older_words) for w in words) and not _stated(rn.value, old):
+        if all(among(w, older_words) for w in words) and not _stated(rn.value, old):
             return old
     return None
 
@@ -315,8 +315,8 @@ def shared_topic(newer: str, older: str, old_value: tuple[str, ...]) -> float:
     """Share of ``older``'s words, its replaced value aside, that ``newer`` also has: "Deploys of the mobile app
     happen on Tuesdays" shares half its words with "Web deploys now happen on Thursdays instead of Tuesdays"."""
     drop = set(old_value)
-    older_words = [w for w in content(_text_words(older)) if w not in drop and len(w) > 1]
-    newer_words = content(_text_words(newer))
+    older_words = [w for w in content(text_words(older)) if w not in drop and len(w) > 1]
+    newer_words = content(text_words(newer))
     if not older_words:
         return 0.0
     return sum(any(w == v or _plural(w, v) for v in newer_words) for w in older_words) / len(older_words)
@@ -346,7 +346,7 @@ def names_only(older: str, old_value: tuple[str, ...]) -> bool:
     """``older`` names nothing but the value ``newer`` replaces ("We track all work in Jira." for "We stopped using
     Jira"): a memory about that value, whatever else its words are."""
     names = read(older).names
-    return bool(names) and all(all(_among(w, old_value) for w in n) for n in names)
+    return bool(names) and all(all(among(w, old_value) for w in n) for n in names)
 
 
 def new_value(newer: str, older: str) -> bool:
@@ -354,5 +354,5 @@ def new_value(newer: str, older: str) -> bool:
     rn, ro = read(newer), read(older)
     if not _strong(rn.value) or not _strong(ro.value):
         return False
-    newer_words = _text_words(newer)
+    newer_words = text_words(newer)
     return not _stated(newer_words, content(ro.value)) and not _stated(_words(_TOKEN.findall(older)), content(rn.value))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -63,10 +63,10 @@ def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     ta, tb = topic_words(a), topic_words(b)
     if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
         return False
-    all_a = subject._text_words(a[: rules.READ_CHARS])
-    all_b = subject._text_words(b[: rules.READ_CHARS])
-    only_a = [w for w in ta if not subject._among(w, all_b)]
-    only_b = [w for w in tb if not subject._among(w, all_a)]
+    all_a = subject.text_words(a[: rules.READ_CHARS])
+    all_b = subject.text_words(b[: rules.READ_CHARS])
+    only_a = [w for w in ta if not subject.among(w, all_b)]
+    only_b = [w for w in tb if not subject.among(w, all_a)]
     if not only_a or not only_b:
         return False
     shared = (ta - set(only_a)) | (tb - set(only_b))
@@ -75,15 +75,20 @@ def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     return rarest_shared is None or rarest_own < rarest_shared
 
 
-_COUNTS: "weakref.WeakKeyDictionary[MemoryBank, dict[str, TeamWords]]" = weakref.WeakKeyDictionary()
+_COUNTS: "weakref.WeakKeyDictionary[MemoryBank, OrderedDict[str, TeamWords]]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+TEAMS_KEPT = 256  # teams whose counts a bank keeps; the least recently judged one is read again when it returns
 
 
 def team_words(bank: "MemoryBank", team: str) -> TeamWords:
     """The team's counts over every memory the bank holds now, read once and then only what was written since
     (a team's writers take turns, so its rows are committed in write order)."""
     with _LOCK:
-        words = _COUNTS.setdefault(bank, {}).setdefault(team, TeamWords())
+        teams = _COUNTS.setdefault(bank, OrderedDict())
+        words = teams.setdefault(team, TeamWords())
+        teams.move_to_end(team)
+        while len(teams) > TEAMS_KEPT:
+            teams.popitem(last=False)
         for rowid, text in bank.originals_since(team, words.last_rowid):
             words.add(text)
             words.last_rowid = max(words.last_rowid, rowid)

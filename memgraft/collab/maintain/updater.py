@@ -135,7 +135,7 @@ class Updater:
         history = self.history(group.team, np.stack([m.embedding for m in new]), weights,
                                per_memory=self.settings.history_per_memory)
         team_mems = tuple(m for m in new if m.type == "team")
-        words = topic.team_words(self.bank, group.team) if self.settings.judge_topic_from else None
+        words = topic.team_words(self.bank, group.team) if getattr(self.policy, "topic_from", 0) else None  # the judge's
         intra = [Target("intra", m, team_mems, group.time, words) for m in new if m.type == "individual"] \
             if team_mems else []
         intra_j = self._judge(group, intra)
