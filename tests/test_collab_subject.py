@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 
 from memgraft.collab.maintain import subject, values
@@ -51,6 +52,8 @@ def test_another_subjects_record_never_retires_a_current_memory(default, current
     ("The work location of Minna Canth is Jyväskylä.", "The work location of Minan Canth is Kuopio."),  # a typo
     ("Record from 2014: the head coach of Inter Milan is Walter Mazzarri.",
      "The head coach of Inter Milan is Roberto Mancini."),
+    ("Note: the club of T. Brennan is still Leeds United.", "Record from 2019: the club of Tomas Brennan is Hull City."),
+    ("The dean of the M. School is Priya Nair.", "As of 2021, the dean of the Marlow School is Owen Hart."),  # initials
 ])
 def test_the_same_subject_named_in_part_or_misspelt_is_still_superseded(default, old, new):
     assert subject.same_subject(old, new) is True
@@ -58,11 +61,22 @@ def test_the_same_subject_named_in_part_or_misspelt_is_still_superseded(default,
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
 
 
-def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default):
-    old = "Checked again: What country owned the health resort Sokolowsko? Poland."
-    new = "The country of Sokołowsko is Poland."
+@pytest.mark.parametrize("old,new", [
+    ("Checked again: What country owned the health resort Sokolowsko? Poland.", "The country of Sokołowsko is Poland."),
+    ("Checked again: Who keeps goal for the harbour side? Ivo Rusk.", "Who keeps goal for the harbour side? Ivo Rsk."),
+    ("Log: When does the spring fair open? — March 14, 2026", "When does the spring fair open? Marhc 14, 2026."),
+])
+def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default, old, new):
+    """A typo in the value, even in a short name or a month, is one value: a current note was retired by a
+    record that misspelt its value (SituatedQA dev with typos)."""
     assert subject.same_value(old, new)
     assert judge(default, mem("old", "individual", old), mem("new", "team", new, years=1)).action is Action.keep
+
+
+@pytest.mark.parametrize("a,b", [("ivan", "ivana"), ("june", "july"), ("paul", "paula"), ("mark", "marc"),
+                                 ("march", "may"), ("august", "augusta")])
+def test_a_slip_is_one_letter_inside_a_short_word_not_another_name(a, b):
+    assert not subject._near(a, b) and subject._near("root", "rot") and subject._near("october", "octobre")
 
 
 @pytest.mark.parametrize("old,new", [
@@ -88,6 +102,21 @@ def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old
     assert not subject.same_marks(old, new) or values.list_change(old, new)
     j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+@pytest.mark.parametrize("old,new,changed", [
+    ("Which depots hold the spare rotors? Depot Alder and Depot Birch.",
+     "Which depots hold the spare rotors? Depot Cedar and Depot Birch.", True),  # an item replaced
+    ("The owners are Tom Hill and Ann Lee.", "The owners are Ann Lee and Tom Hill.", False),  # the same items
+    ("The colours are red and blue.", "The colours are red and blue and green.", True),  # one gained
+])
+def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(default, old, new, changed):
+    """A long record that repeats its question's words reads to the judge as agreeing (p 0.98) with a note whose
+    list differs in one item (TimeQA dev with typos); the item lists say otherwise."""
+    assert subject.item_change(old, new) is changed
+    target = Target("inter", mem("old", "individual", old), (), datetime(2026, 1, 1, tzinfo=timezone.utc))
+    contra, _ = default._contradictions(target, [(np.array([0.0, 0.98, 0.02]), mem("new", "team", new, years=1))])
+    assert bool(contra) is changed
 
 
 @pytest.mark.parametrize("old,new", [

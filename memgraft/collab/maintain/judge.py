@@ -240,7 +240,7 @@ class JudgePolicy:
         contra, elsewhere = [], []
         for p, r in scored:
             b = r.maintained
-            judged = p[2] >= self.threshold or (p[1] > p[0] and values.list_change(a, b))
+            judged = p[2] >= self.threshold or (p[1] > p[0] and self._list_change(a, b))
             if not self.subject_first:
                 if judged:
                     contra.append((float(p[2]), r))
@@ -258,13 +258,18 @@ class JudgePolicy:
             elif r.type == "team" and subject.changes(b) and subject.shared_topic(b, a, subject.read(a).value) >= 0.6 \
                     and subject.new_value(b, a):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
-            elif judged and not subject.same_value(a, b) and (values.list_change(a, b)
+            elif judged and not subject.same_value(a, b) and (self._list_change(a, b)
                                                               or not subject.same_marks(a, b)):
                 if self._other_topic(target, a, b):
                     elsewhere.append((float(p[2]), r))
                 else:
                     contra.append((float(p[2]), r))
         return contra, elsewhere
+
+    @staticmethod
+    def _list_change(a: str, b: str) -> bool:
+        """The two values are lists that lost, gained or replaced an item."""
+        return values.list_change(a, b) or subject.item_change(a, b)
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
         """Neither names a subject, neither states a change, and their words say two topics

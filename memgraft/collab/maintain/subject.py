@@ -181,19 +181,34 @@ def read(text: str) -> Reading:
 
 
 def _near(x: str, y: str) -> bool:
-    """One word, or the same word with a typo: same first letter, long enough, no digits, not a day or month."""
+    """One word, or the same word with a typo: same first letter, no digits. A long word may differ by a few
+    letters; a short one ("Rot" for "Root") or a month ("Octobre"), only by one slip (:func:`_slip`), so two
+    months, or "Ivan" and "Ivana", stay two words."""
     if x == y:
         return True
-    if any(c.isdigit() for c in x + y) or len(x) < 5 or len(y) < 5 or x[0] != y[0]:
+    if any(c.isdigit() for c in x + y) or min(len(x), len(y)) < 3 or x[0] != y[0]:
         return False
-    if x.rstrip("s") in _MONTHS or y.rstrip("s") in _MONTHS:
-        return False
+    if min(len(x), len(y)) < 5 or x.rstrip("s") in _MONTHS or y.rstrip("s") in _MONTHS:
+        return _slip(x, y)
     return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= NEAR
 
 
+def _slip(x: str, y: str) -> bool:
+    """``y`` is ``x`` with two neighbouring letters swapped, or one letter dropped or added inside the word
+    (not at an end: "Ivana" is not "Ivan")."""
+    if len(x) == len(y):
+        diff = [i for i in range(len(x)) if x[i] != y[i]]
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and x[diff[0]] == y[diff[1]] and x[diff[1]] == y[diff[0]]
+    short, long_ = (x, y) if len(x) < len(y) else (y, x)
+    if len(long_) - len(short) != 1:
+        return False
+    return any(long_[:i] + long_[i + 1:] == short for i in range(1, len(long_) - 1))
+
+
 def names_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """One name run names the other's subject: every word of the shorter is (almost) a word of the longer,
-    and their numbers agree."""
+    """One name run names the other's subject: every word of the shorter is (almost) a word of the longer, or
+    an initial of one ("G. Whittingham", "L. S. College"), at least one word is written out, and their
+    numbers agree."""
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     digits_a = {w for w in a if any(c.isdigit() for c in w)}
     digits_b = {w for w in b if any(c.isdigit() for c in w)}
@@ -202,7 +217,14 @@ def names_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     alpha = [w for w in short if not any(c.isdigit() for c in w)]
     if not alpha:
         return bool(digits_a) and digits_a == digits_b
-    return all(any(_near(w, v) for v in long_) for w in alpha)
+    return all(any(_near(w, v) or _initial(w, v) for v in long_) for w in alpha) \
+        and any(any(_near(w, v) for v in long_) for w in alpha)
+
+
+def _initial(x: str, y: str) -> bool:
+    """One of the two is the other's initial ("g" for "guy")."""
+    short, long_ = (x, y) if len(x) <= len(y) else (y, x)
+    return len(short) == 1 and len(long_) > 1 and long_[0] == short and short.isalpha()
 
 
 def same_subject(a: str, b: str) -> bool | None:
@@ -272,6 +294,32 @@ def content(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part for w in words if (w not in rules.STOP_WORDS or len(w) == 1) and w not in _PRO_FORMS
                  for part in (w.split("-") if "-" in w and not any(c.isdigit() for c in w) else (w,))
                  if part and (part == w or part not in rules.STOP_WORDS))
+
+
+def _items(value: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out, item = [], []
+    for w in value:
+        if w == "and":
+            out.append(tuple(item))
+            item = []
+        else:
+            item.append(w)
+    return [i for i in [*out, tuple(item)] if i]
+
+
+def _same_item(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+    return len(x) == len(y) and all(_near(u, v) for u, v in zip(x, y))
+
+
+def item_change(a: str, b: str) -> bool:
+    """Both values are lists ("X and Y") that share an item and differ in another: one list replaced an item
+    ("Oregon Women's Correctional Center and Valley State Prison" then "Clinton Correctional Facility and Valley
+    State Prison"), so they disagree on the whole value, however alike the rest of their words."""
+    ia, ib = _items(read(a).value), _items(read(b).value)
+    if max(len(ia), len(ib)) < 2 or not any(_strong(i) for i in ia + ib):
+        return False
+    shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
+    return bool(shared) and (len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib))
 
 
 def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
