@@ -109,6 +109,8 @@ def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old
      "Which depots hold the spare rotors? Depot Cedar and Depot Birch.", True),  # an item replaced
     ("The owners are Tom Hill and Ann Lee.", "The owners are Ann Lee and Tom Hill.", False),  # the same items
     ("The colours are red and blue.", "The colours are red and blue and green.", True),  # one gained
+    ("Log: Which league did the side join? — Bosnia and Herzegovina Premier League",  # one name with "and" in it
+     "Which league did the side join? Bosnia and Herzegovina Premier League, going by the minutes.", False),
 ])
 def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(default, old, new, changed):
     """A long record that repeats its question's words reads to the judge as agreeing (p 0.98) with a note whose

@@ -314,12 +314,14 @@ def _same_item(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
 def item_change(a: str, b: str) -> bool:
     """Both values are lists ("X and Y") that share an item and differ in another: one list replaced an item
     ("Oregon Women's Correctional Center and Valley State Prison" then "Clinton Correctional Facility and Valley
-    State Prison"), so they disagree on the whole value, however alike the rest of their words."""
+    State Prison"), so they disagree on the whole value, however alike the rest of their words. Not where both
+    texts name the same things (:func:`same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
+    trailing clause is not another."""
     ia, ib = _items(read(a).value), _items(read(b).value)
     if max(len(ia), len(ib)) < 2 or not any(_strong(i) for i in ia + ib):
         return False
     shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
-    return bool(shared) and (len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib))
+    return bool(shared) and not same_marks(a, b) and (len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib))
 
 
 def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
