@@ -165,6 +165,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if args.ef_sweep and "postgresql" in banks:
             result["ef_sweep"] = ef_sweep(banks["postgresql"], exact, sizes, args)
         result["recall"] = {b: {k: float(np.mean(v)) for k, v in r.items()} for b, r in recall.items()}
+        if args.reload_groups:
+            for b, bank in banks.items():
+                times[b][RELOAD_ROW] = after_other_writer(bank, locations[b], embedder, sizes, args)
+            result["search"] = {b: {k: stats(v) for k, v in rows.items()} for b, rows in times.items()}
         (work / "bench_collab_scale.json").write_text(json.dumps(result, indent=2, default=str))  # if ingest fails
         result["ingest"] = ingest(banks, sizes, args)
         for bank in banks.values():
@@ -173,6 +177,39 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if server is not None:
             server.stop()
     return result
+
+
+RELOAD_ROW = "search, big team, after another bank's group"
+
+
+def after_other_writer(bank: Any, location: Any, embedder: Any, sizes: dict[str, int],
+                       args: argparse.Namespace) -> list[float]:
+    """ms of ``bank``'s big-team search after a second bank on the same location (another replica) commits a group
+    of 2 memories and 1 revision to that team: the cached matrix is stale each time (``--reload-groups`` times)."""
+    from memgraft.collab.bank import open_bank
+    from memgraft.collab.types import Action, Decision, MemoryGroup, Relation
+
+    other, out = open_bank(location, embedder), []
+    n = sizes["big"]
+    touched = set(revised_of("big", n, args.revise).tolist())
+    q = query_vectors("big", n, args.dim, 1, args.vectors, seed=99)[0]
+    for i in range(args.reload_groups):
+        when = T0 + timedelta(hours=-(-n // GROUP_SIZE) + 1000 + i)
+        gid = f"r{i:05d}"
+        x = next(x for x in range(n) if x not in touched)
+        touched.add(x)
+        before = other.memory("big", memory_id(x))
+        group = MemoryGroup(team="big", group_id=gid, time=when, memories=[
+            {"memory_id": f"{gid}-m{m}", "type": "individual", "author": "ana", "content": f"reload fact {i}.{m}"}
+            for m in range(2)])
+        other.apply_group(group, [Decision(
+            decision_id=f"d-big-{gid}", team="big", memory_id=before.memory_id, group_id=gid, decided_at=when,
+            level="inter", relation=Relation.contradiction, action=Action.revise, before=before.maintained,
+            after=f"[Outdated] {before.maintained}", valid_before=True, valid_after=False, decided_by="bench",
+            reason="synthetic")])
+        out.append(timed(lambda: bank.search("big", q, args.k))[0])
+    other.close()
+    return out
 
 
 def ef_sweep(bank: Any, exact: Exact, sizes: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
@@ -299,6 +336,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "(default: postgres.EXACT_MAX_ROWS)")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="PostgreSQL: memory for an HNSW build")
     parser.add_argument("--ef-search", type=int, default=None, help="PostgreSQL: hnsw.ef_search (default 400)")
+    parser.add_argument("--reload-groups", type=int, default=20, help="big-team searches timed each after another "
+                        "bank on the same location wrote a group to the team (a stale cached matrix)")
     parser.add_argument("--ef-sweep", default="", help="PostgreSQL: also search the big team at each of these "
                         "hnsw.ef_search values (comma-separated), printing recall and latency")
     parser.add_argument("--out", type=Path, default=None)

@@ -15,7 +15,9 @@ def test_the_scale_bench_runs_and_both_backends_are_exact(tmp_path):
     assert {b: f["memories"] for b, f in result["build"].items()} == {"sqlite": 600, "postgresql": 600}
     assert all(x["groups"] == 4 for x in result["ingest"].values())
     rows = set(result["search"]["sqlite"])
-    assert rows == {"search, big team", "search, small team", "as-of search, big team", "as-of search, small team"}
+    assert rows == {"search, big team", "search, small team", "as-of search, big team", "as-of search, small team",
+                    "search, big team, after another bank's group"}
+    assert result["search"]["postgresql"]["search, big team, after another bank's group"]["n"] == 20
     assert rows < set(result["search"]["postgresql"])
     assert json.loads((tmp_path / "bench_collab_scale.json").read_text())["args"]["teams"] == 4
 
