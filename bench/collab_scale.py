@@ -14,7 +14,7 @@ other, so the machine's noise falls on both alike:
 - recall@``k`` of each backend's live hits against exact search (numpy over the
   team's vectors, regenerated from its seed);
 - one statement (``SELECT 1``) through the PostgreSQL bank's pool, the floor under each
-  of its queries (a search makes two: the team's version, then the hits' rows);
+  of its queries (a small team's search makes one: the hits' rows, the team's version read with them);
 - ingest: ``--ingest-groups`` groups (2 memories, 1 revision each) through
   ``apply_group`` on small teams, alternating backends: groups/s each.
 

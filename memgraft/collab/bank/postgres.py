@@ -14,9 +14,11 @@ Why it looks like this:
   first in each group transaction: two writers of one team wait their turn (never
   a refusal), writers of different teams do not wait at all.
 - A team up to ``EXACT_MAX_ROWS`` memories is ranked as SQLite ranks it: exactly, by
-  numpy over the bank's cached matrix of the team, read from the rows once and again
-  only when ``teams.version`` says another process wrote the team (``ranks_team_in_db``;
-  an exact scan in the server was 7x slower at 20,000 memories). Above, the dense
+  numpy over the bank's cached matrix of the team, read from the rows once and brought up
+  (only the rows written or decided on since) when ``teams.version`` says another process
+  wrote the team (``ranks_team_in_db``; an exact scan in the server was 7x slower at 20,000
+  memories); the version is read by the statement that binds the team for the hits' rows
+  (``peek_version``), so such a search is one round trip. Above, the dense
   top-N comes from the team's own HNSW index (cosine, a partial index on its rows),
   approximate as HNSW is, built when the team passes that size (``after_group``); the
   few rows it returns are ranked by the same ``index.rank``, so scores and tie-breaks

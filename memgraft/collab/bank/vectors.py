@@ -4,8 +4,9 @@ Why a separate layer: the bank stores one vector per memory (its maintained text
 so everything else (a text query, an as-of text that differs from today's) is
 embedded on demand and cached. The rows a search ranks come from the backend's
 database where it ranks there (PostgreSQL's HNSW index), else from per-team matrices
-rebuilt from the blobs only when another process has written the team
-(``teams.version``) and otherwise kept in step with our own commits (SQLite).
+read from the rows once, brought up by the rows written or decided on since when another
+process has written the team (``teams.version``; ``stored_index.refresh_index``), and
+otherwise kept in step with our own commits.
 ``MemoryBank`` builds on this; the state it uses is declared here and set in
 ``MemoryBank.__init__``.
 """
