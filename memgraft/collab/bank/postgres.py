@@ -315,11 +315,8 @@ class PostgresBackend(Backend):
             super().use_team(team)  # a bound bank refuses another team before any connection is taken
 
         def start(conn: Any) -> Any:
-            if team is None:
-                conn.execute("BEGIN")
-                return conn
-            with conn.pipeline():  # one round trip: BEGIN, then the team bound and its writer lock (waited for)
-                conn.execute("BEGIN")
+            conn.execute("BEGIN")
+            if team is not None:
                 conn.execute("SELECT set_config(%s, %s, true), pg_advisory_xact_lock(%s, hashtext(%s))",
                              (TEAM_SETTING, team, LOCK_SPACE, team))
             return conn
