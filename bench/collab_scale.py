@@ -4,8 +4,9 @@
     python bench/collab_scale.py --teams 100 --memories 100000 --big-team 20000      # what fits 2 cores
 
 Both banks hold the same rows (``scale_bank``: one big team, the other teams of even
-size, a share of memories revised by later groups; seeded random unit vectors, HNSW's
-worst case). Both are open at once and every query goes to both, one after the
+size, a share of memories revised by later groups; seeded vectors, by default clustered
+around topics as real embeddings are, ``--vectors random`` for uniform ones, HNSW's worst
+case; queries drawn the same way). Both are open at once and every query goes to both, one after the
 other, so the machine's noise falls on both alike:
 
 - dense top-``k`` (``bank.search``) on the big team and on a random small team;
@@ -13,7 +14,7 @@ other, so the machine's noise falls on both alike:
 - recall@``k`` of each backend's live hits against exact search (numpy over the
   team's vectors, regenerated from its seed);
 - one statement (``SELECT 1``) through the PostgreSQL bank's pool, the floor under each
-  of its queries (a search makes two: the team's version, then the hits' rows);
+  of its queries (a small team's search makes one: the hits' rows, the team's version read with them);
 - ingest: ``--ingest-groups`` groups (2 memories, 1 revision each) through
   ``apply_group`` on small teams, alternating backends: groups/s each.
 
@@ -42,8 +43,8 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
 import numpy as np  # noqa: E402
 
 from bench.common import percentile  # noqa: E402
-from bench.scale_bank import (GROUP_SIZE, Layout, load, memory_id, revised_of, superuser,  # noqa: E402
-                              team_vectors, when_mid)
+from bench.scale_bank import (GROUP_SIZE, VECTORS, Layout, load, memory_id, query_vectors,  # noqa: E402
+                              revised_of, superuser, team_vectors, when_mid)
 from bench.synthetic_bank import T0, SyntheticEmbedder  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")
@@ -63,13 +64,14 @@ def stats(xs: list[float]) -> dict[str, float]:
 class Exact:
     """Exact top-k over a team's current vectors, regenerated from its seed (the big team's kept)."""
 
-    def __init__(self, sizes: dict[str, int], dim: int, revise: float):
-        self.sizes, self.dim, self.revise, self._kept = sizes, dim, revise, {}
+    def __init__(self, sizes: dict[str, int], dim: int, revise: float, vectors: str):
+        self.sizes, self.dim, self.revise, self.vectors, self._kept = sizes, dim, revise, vectors, {}
 
     def top(self, team: str, q: np.ndarray, k: int) -> set[str]:
         cur = self._kept.get(team)
         if cur is None:
-            cur = team_vectors(team, self.sizes[team], self.dim, revised_of(team, self.sizes[team], self.revise))[1]
+            cur = team_vectors(team, self.sizes[team], self.dim, revised_of(team, self.sizes[team], self.revise),
+                               self.vectors)[1]
             if team == "big":
                 self._kept[team] = cur
         return {memory_id(int(i)) for i in np.argsort(-(cur @ q), kind="stable")[:k]}
@@ -89,11 +91,12 @@ def build(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[st
             locations[backend] = work / "scale.sqlite"
             for old in work.glob("scale.sqlite*"):  # a fresh bank each run
                 old.unlink()
-            figures[backend] = load(locations[backend], None, layout, args.revise, NAME, args.dim)
+            figures[backend] = load(locations[backend], None, layout, args.revise, NAME, args.dim, vectors=args.vectors)
         else:
             server = ScratchPostgres(work)
             url = locations[backend] = server.database()
-            figures[backend] = load(url, superuser(url, ROLE), layout, args.revise, NAME, args.dim)
+            figures[backend] = load(url, superuser(url, ROLE), layout, args.revise, NAME, args.dim,
+                                   vectors=args.vectors)
             import psycopg
 
             with psycopg.connect(superuser(url, ROLE), autocommit=True) as con:  # as an operator sizes a server
@@ -134,12 +137,15 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             for team in {t for _, t in plan}:
                 bank.search(team, q0, args.k)
         result["first_search_big_ms"] = first
-        exact = Exact(sizes, args.dim, args.revise)
+        exact = Exact(sizes, args.dim, args.revise, args.vectors)
         times: dict[str, dict[str, list[float]]] = {b: {} for b in banks}
         recall: dict[str, dict[str, list[float]]] = {b: {"big": [], "small": []} for b in banks}
         for i, (kind, team) in enumerate(plan):
-            q = rng.standard_normal(args.dim).astype(np.float32)
-            q /= np.linalg.norm(q)
+            if args.vectors == "random":
+                q = rng.standard_normal(args.dim).astype(np.float32)
+                q /= np.linalg.norm(q)
+            else:
+                q = query_vectors(team, sizes[team], args.dim, 1, args.vectors, seed=i)[0]
             truth = exact.top(team, q, args.k)
             order = list(banks) if i % 2 == 0 else list(reversed(banks))
             for b in order:
@@ -156,7 +162,13 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                     times[b].setdefault(f"as-of search, {kind} team", []).append(
                         timed(lambda: banks[b].search(team, q, args.k, as_of=when))[0])
         result["search"] = {b: {k: stats(v) for k, v in rows.items()} for b, rows in times.items()}
+        if args.ef_sweep and "postgresql" in banks:
+            result["ef_sweep"] = ef_sweep(banks["postgresql"], exact, sizes, args)
         result["recall"] = {b: {k: float(np.mean(v)) for k, v in r.items()} for b, r in recall.items()}
+        if args.reload_groups:
+            for b, bank in banks.items():
+                times[b][RELOAD_ROW] = after_other_writer(bank, locations[b], embedder, sizes, args)
+            result["search"] = {b: {k: stats(v) for k, v in rows.items()} for b, rows in times.items()}
         (work / "bench_collab_scale.json").write_text(json.dumps(result, indent=2, default=str))  # if ingest fails
         result["ingest"] = ingest(banks, sizes, args)
         for bank in banks.values():
@@ -165,6 +177,69 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if server is not None:
             server.stop()
     return result
+
+
+RELOAD_ROW = "search, big team, after another bank's group"
+
+
+def after_other_writer(bank: Any, location: Any, embedder: Any, sizes: dict[str, int],
+                       args: argparse.Namespace) -> list[float]:
+    """ms of ``bank``'s big-team search after a second bank on the same location (another replica) commits a group
+    of 2 memories and 1 revision to that team: the cached matrix is stale each time (``--reload-groups`` times)."""
+    from memgraft.collab.bank import open_bank
+    from memgraft.collab.types import Action, Decision, MemoryGroup, Relation
+
+    other, out = open_bank(location, embedder), []
+    n = sizes["big"]
+    touched = set(revised_of("big", n, args.revise).tolist())
+    q = query_vectors("big", n, args.dim, 1, args.vectors, seed=99)[0]
+    for i in range(args.reload_groups):
+        when = T0 + timedelta(hours=-(-n // GROUP_SIZE) + 1000 + i)
+        gid = f"r{i:05d}"
+        x = next(x for x in range(n) if x not in touched)
+        touched.add(x)
+        before = other.memory("big", memory_id(x))
+        group = MemoryGroup(team="big", group_id=gid, time=when, memories=[
+            {"memory_id": f"{gid}-m{m}", "type": "individual", "author": "ana", "content": f"reload fact {i}.{m}"}
+            for m in range(2)])
+        other.apply_group(group, [Decision(
+            decision_id=f"d-big-{gid}", team="big", memory_id=before.memory_id, group_id=gid, decided_at=when,
+            level="inter", relation=Relation.contradiction, action=Action.revise, before=before.maintained,
+            after=f"[Outdated] {before.maintained}", valid_before=True, valid_after=False, decided_by="bench",
+            reason="synthetic")])
+        out.append(timed(lambda: bank.search("big", q, args.k))[0])
+    other.close()
+    return out
+
+
+def ef_sweep(bank: Any, exact: Exact, sizes: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
+    """The big team's search on PostgreSQL at each ``--ef-sweep`` hnsw.ef_search: recall@k and ms (the same
+    queries for each; meaningful when the big team goes through its HNSW index)."""
+    from memgraft.collab.bank import postgres
+
+    kept, out = postgres.HNSW_EF_SEARCH, {}
+    queries = [query_vectors("big", sizes["big"], args.dim, 1, args.vectors, seed=10_000 + i)[0]
+               if args.vectors != "random" else _unit(np.random.default_rng(10_000 + i), args.dim)
+               for i in range(args.queries)]
+    truths = [exact.top("big", q, args.k) for q in queries]
+    try:
+        for ef in args.ef_sweep:
+            postgres.HNSW_EF_SEARCH = ef
+            bank.search("big", queries[0], args.k)
+            ms, rec = [], []
+            for q, truth in zip(queries, truths):
+                t, hits = timed(lambda: bank.search("big", q, args.k))
+                ms.append(t)
+                rec.append(len(truth & {m.memory_id for m, _ in hits}) / args.k)
+            out[str(ef)] = {**stats(ms), "recall": float(np.mean(rec))}
+    finally:
+        postgres.HNSW_EF_SEARCH = kept
+    return out
+
+
+def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
+    q = rng.standard_normal(dim).astype(np.float32)
+    return q / np.linalg.norm(q)
 
 
 def ingest(banks: dict[str, Any], sizes: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
@@ -208,7 +283,7 @@ def print_tables(result: dict[str, Any]) -> None:
 
     con = Console(width=140)
     a = result["args"]
-    con.print(f"{a['memories']:,} memories over {a['teams']} teams (one of {a['big_team']:,}); "
+    con.print(f"{a['memories']:,} memories over {a['teams']} teams (one of {a['big_team']:,}), {a['vectors']} vectors; "
               f"{a['queries']} queries per kind, k={a['k']}")
     for b, f in result["build"].items():
         con.print(f"{b}: loaded in {f['seconds']:.1f}s" + (f", HNSW index {f['index_s']:.1f}s" if "index_s" in f
@@ -231,6 +306,9 @@ def print_tables(result: dict[str, Any]) -> None:
     con.print(t)
     for b, r in result["recall"].items():
         con.print(f"{b}: recall@{a['k']} against exact search: big team {r['big']:.3f}, small teams {r['small']:.3f}")
+    for ef, x in result.get("ef_sweep", {}).items():
+        con.print(f"postgresql, big team, hnsw.ef_search {ef}: recall@{a['k']} {x['recall']:.3f}, "
+                  f"p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms")
     g = result["ingest"]
     con.print("ingest (apply_group, 2 memories + 1 revision): " + ", ".join(
         f"{b} {x['groups_per_s']:.1f} groups/s" for b, x in g.items()) + (
@@ -244,6 +322,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--memories", type=int, default=100_000, help="memories in all")
     parser.add_argument("--big-team", type=int, default=20_000, help="memories of the one big team")
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--vectors", choices=VECTORS, default="clustered",
+                        help="clustered: around topics, as real embeddings are (default); random: uniform, HNSW's worst case")
     parser.add_argument("--revise", type=float, default=0.03, help="share of each team's memories revised later")
     parser.add_argument("--queries", type=int, default=200, help="per kind (big team, small teams)")
     parser.add_argument("--as-of-queries", type=int, default=50, help="per kind")
@@ -256,9 +336,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "(default: postgres.EXACT_MAX_ROWS)")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="PostgreSQL: memory for an HNSW build")
     parser.add_argument("--ef-search", type=int, default=None, help="PostgreSQL: hnsw.ef_search (default 400)")
+    parser.add_argument("--reload-groups", type=int, default=20, help="big-team searches timed each after another "
+                        "bank on the same location wrote a group to the team (a stale cached matrix)")
+    parser.add_argument("--ef-sweep", default="", help="PostgreSQL: also search the big team at each of these "
+                        "hnsw.ef_search values (comma-separated), printing recall and latency")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    args.ef_sweep = [int(x) for x in args.ef_sweep.split(",") if x.strip()]
     from memgraft.collab.bank import pool, postgres
 
     if args.exact_max_rows is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import time
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -44,16 +45,62 @@ class Layout:
         return out
 
 
-def team_vectors(team: str, n: int, dim: int, revised: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The team's original vectors and its current ones (a revised memory's text, so its vector, is new)."""
+VECTORS = ("clustered", "random")
+CENTRES = 4096  # topics every team's memories are drawn around (``clustered``)
+MEMORIES_PER_CENTRE = 50  # a team of n memories uses n / this of them (at least 8, at most CENTRES)
+# Per-dimension noise around a topic's centre: a memory's cosine to its centre is 1/sqrt(1 + 384 s^2) ~ 0.65 and two
+# memories of one topic ~0.42 apart, as all-MiniLM-L6-v2 puts sentences on one subject (0.3-0.7), against ~0 between
+# topics. Random uniform vectors (``random``) have no such structure: every point is about as far from every other,
+# HNSW's worst case, and not what a bank of real embeddings holds.
+NOISE = 0.06
+
+
+@lru_cache(maxsize=4)
+def centres(dim: int) -> np.ndarray:
+    rng = np.random.default_rng(20251203)
+    c = rng.standard_normal((CENTRES, dim), dtype=np.float32)
+    return c / np.linalg.norm(c, axis=1, keepdims=True)
+
+
+def team_centres(team: str, n: int, dim: int) -> np.ndarray:
+    """The topics a team of ``n`` memories writes about: its own draw from the shared centres."""
+    rng = np.random.default_rng(abs(hash_team(team)) + 2)
+    m = int(min(CENTRES, max(8, n // MEMORIES_PER_CENTRE)))
+    return centres(dim)[np.sort(rng.choice(CENTRES, size=m, replace=False))]
+
+
+def draw(rng: np.random.Generator, count: int, dim: int, kind: str, around: np.ndarray | None) -> np.ndarray:
+    """``count`` unit vectors: uniform on the sphere (``random``), or each near one of ``around``'s rows."""
+    v = rng.standard_normal((count, dim), dtype=np.float32)
+    if kind == "clustered":
+        assert around is not None
+        v = around[rng.integers(0, len(around), size=count)] + NOISE * v
+    elif kind != "random":
+        raise ValueError(f"vectors are one of {VECTORS}, not {kind!r}")
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def team_vectors(team: str, n: int, dim: int, revised: np.ndarray,
+                 kind: str = "clustered") -> tuple[np.ndarray, np.ndarray]:
+    """The team's original vectors and its current ones (a revised memory's text, so its vector, is new: on the
+    same topic when clustered)."""
     rng = np.random.default_rng(abs(hash_team(team)))
-    orig = rng.standard_normal((n, dim), dtype=np.float32)
-    orig /= np.linalg.norm(orig, axis=1, keepdims=True)
+    around = team_centres(team, n, dim) if kind == "clustered" else None
+    orig = draw(rng, n, dim, kind, around)
     cur = orig.copy()
     if len(revised):
-        new = rng.standard_normal((len(revised), dim), dtype=np.float32)
-        cur[revised] = new / np.linalg.norm(new, axis=1, keepdims=True)
+        new = draw(rng, len(revised), dim, "random", None)
+        if kind == "clustered":  # near the revised memory's own topic: its nearest centre
+            near = around[np.argmax(orig[revised] @ around.T, axis=1)] + NOISE * new * np.sqrt(dim)
+            new = near / np.linalg.norm(near, axis=1, keepdims=True)
+        cur[revised] = new
     return orig, cur
+
+
+def query_vectors(team: str, n: int, dim: int, count: int, kind: str, seed: int) -> np.ndarray:
+    """Queries as the team's memories are drawn: near its topics (``clustered``), or uniform (``random``)."""
+    rng = np.random.default_rng([seed, abs(hash_team(team)) % 2**32])
+    return draw(rng, count, dim, kind, team_centres(team, n, dim) if kind == "clustered" else None)
 
 
 def hash_team(team: str) -> int:
@@ -70,14 +117,14 @@ def revised_of(team: str, n: int, revise: float) -> np.ndarray:
     return np.sort(rng.choice(pool, size=min(pool, int(revise * n)), replace=False)) if pool else np.zeros(0, int)
 
 
-def team_rows(team: str, n: int, dim: int, revise: float,
-              texts: Iterator[tuple[str, str]]) -> tuple[list[tuple], list[tuple], list[tuple]]:
+def team_rows(team: str, n: int, dim: int, revise: float, texts: Iterator[tuple[str, str]],
+              vectors: str = "clustered") -> tuple[list[tuple], list[tuple], list[tuple]]:
     """The team's groups, memories (vectors as float32 arrays) and decisions, in write order."""
     from memgraft.collab.bank.schema import iso
 
     groups_n = -(-n // GROUP_SIZE)
     revised = revised_of(team, n, revise)
-    orig, cur = team_vectors(team, n, dim, revised)
+    orig, cur = team_vectors(team, n, dim, revised, vectors)
     rng = random.Random(team)
     applied = iso(T0)
     groups = [(team, f"g{g:05d}", iso(T0 + timedelta(hours=g)), applied) for g in range(groups_n)]
@@ -108,7 +155,7 @@ DECISION_COLUMNS = ("decision_id, team, memory_id, group_id, decided_at, level, 
 
 
 def load(location: str | Path, superuser_url: str | None, layout: Layout, revise: float, name: str, dim: int,
-         seed: int = 0) -> dict[str, Any]:
+         seed: int = 0, vectors: str = "clustered") -> dict[str, Any]:
     """Make the bank (its schema, the embedder bound) and write every team's rows in bulk; the build's figures."""
     from memgraft.collab.bank import open_bank
 
@@ -117,15 +164,15 @@ def load(location: str | Path, superuser_url: str | None, layout: Layout, revise
     t = time.perf_counter()
     sizes = layout.sizes()
     if superuser_url is None:
-        _load_sqlite(Path(location), sizes, dim, revise, texts)
+        _load_sqlite(Path(location), sizes, dim, revise, texts, vectors)
     else:
-        _load_postgres(superuser_url, sizes, dim, revise, texts)
+        _load_postgres(superuser_url, sizes, dim, revise, texts, vectors)
     seconds = time.perf_counter() - t
     return {"seconds": seconds, "memories": sum(sizes.values()), "teams": len(sizes),
             "revised": sum(len(revised_of(team, n, revise)) for team, n in sizes.items())}
 
 
-def _load_sqlite(path: Path, sizes: dict[str, int], dim: int, revise: float, texts: Iterator) -> None:
+def _load_sqlite(path: Path, sizes: dict[str, int], dim: int, revise: float, texts: Iterator, vectors: str) -> None:
     import sqlite3
 
     from memgraft.collab.bank.schema import to_blob
@@ -133,7 +180,7 @@ def _load_sqlite(path: Path, sizes: dict[str, int], dim: int, revise: float, tex
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("BEGIN")
     for team, n in sizes.items():
-        groups, memories, decisions = team_rows(team, n, dim, revise, texts)
+        groups, memories, decisions = team_rows(team, n, dim, revise, texts, vectors)
         con.execute("INSERT INTO teams (team, version) VALUES (?, 1)", (team,))
         con.executemany("INSERT INTO groups VALUES (?, ?, ?, ?)", groups)
         con.executemany(f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({','.join('?' * 14)})",
@@ -144,7 +191,7 @@ def _load_sqlite(path: Path, sizes: dict[str, int], dim: int, revise: float, tex
     con.close()
 
 
-def _load_postgres(url: str, sizes: dict[str, int], dim: int, revise: float, texts: Iterator) -> None:
+def _load_postgres(url: str, sizes: dict[str, int], dim: int, revise: float, texts: Iterator, vectors: str) -> None:
     import psycopg
     from pgvector.psycopg import register_vector
 
@@ -153,7 +200,7 @@ def _load_postgres(url: str, sizes: dict[str, int], dim: int, revise: float, tex
         register_vector(con)
         with con.cursor() as cur:
             for team, n in sizes.items():
-                groups, memories, decisions = team_rows(team, n, dim, revise, texts)
+                groups, memories, decisions = team_rows(team, n, dim, revise, texts, vectors)
                 cur.execute("INSERT INTO teams (team, version) VALUES (%s, 1)", (team,))
                 with cur.copy("COPY groups FROM STDIN") as copy:
                     for row in groups:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
+class Peek:
+    """What ``peek_version`` saw: the team's version, or None where the backend reads none with the statement."""
+
+    version: int | None = None
+
+
 class Backend:
     """One open connection to a bank's database; the bank serialises its use (``MemoryBank._lock``)."""
 
@@ -37,6 +43,8 @@ class Backend:
     location: str  # as given: opens the same bank again
     where: str  # for messages: the location without a password
     ranks_in_db = False  # True: a team's top-N may come from ``top_n`` (``ranks_team_in_db``); False: never
+    team_size = ""  # the column of ``teams`` that counts a team's memories, as ", name" ("": none kept)
+    peeks_version = False  # ``peek_version`` reads the version with a statement (PostgreSQL); else it reads none
     time_no_index = ""  # prefix that keeps the planner off the time index for lookups by key
     team_no_index = ""  # prefix that keeps the planner off the team indexes for a scan by write order
     bound_team: str | None = None  # set: this connection serves one team and refuses the others
@@ -102,11 +110,18 @@ class Backend:
         needs no team bound, so it goes as one plain statement (the version check before every search)."""
         return self.execute(sql, params)
 
+    @contextmanager
+    def peek_version(self, team: str) -> Iterator["Peek"]:
+        """Read ``team``'s ``teams.version`` along with the next statement on its rows, in the same round trip, where
+        the backend can (PostgreSQL: in the statement that binds the team); else the peek stays None and the
+        caller reads the version itself (SQLite: an in-process read)."""
+        yield Peek()
+
     def ranks_team_in_db(self, team: str) -> bool:
         """Whether ``team``'s top-N comes from ``top_n`` (True) or from the bank's cached matrix (False)."""
         return self.ranks_in_db
 
-    def after_group(self, team: str) -> None:
+    def after_group(self, team: str, memories: int | None = None) -> None:
         """A group of ``team`` has committed: grow what the search needs (PostgreSQL's HNSW index); outside any tx."""
 
     def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.store import MemoryBank
+from memgraft.collab.bank.stored_index import FORGOTTEN
 
 
 def forget_team(bank: MemoryBank, team: str) -> int:
@@ -26,6 +27,10 @@ def forget_team(bank: MemoryBank, team: str) -> int:
             n = db.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
             db.forget(team)
             db.execute("UPDATE teams SET version = version + 1 WHERE team = ?", (team,))
+            # counted, so another process's cached matrix of the team is read again whole, not brought up by the
+            # rows written since (``stored_index.refresh_index``): SQLite reuses the deleted rows' rowids
+            db.execute("INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
+                       "SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)", (FORGOTTEN + team,))
         bank._indexes.pop(team, None)
     return n
 

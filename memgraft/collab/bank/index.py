@@ -28,6 +28,9 @@ class TeamIndex:
 
     def __init__(self, dim: int, version: int, capacity: int = 64):
         self.version = version
+        # what the stored rows held when last read (``stored_index``): the team's last write position, its last
+        # decision's seq and its forget count; None where unknown (a top-N), so a stale index is read again whole
+        self.read_to: tuple[int, int, str | None] | None = None
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self._vecs = np.zeros((capacity, dim), np.float32)

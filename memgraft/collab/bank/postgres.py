@@ -14,9 +14,11 @@ Why it looks like this:
   first in each group transaction: two writers of one team wait their turn (never
   a refusal), writers of different teams do not wait at all.
 - A team up to ``EXACT_MAX_ROWS`` memories is ranked as SQLite ranks it: exactly, by
-  numpy over the bank's cached matrix of the team, read from the rows once and again
-  only when ``teams.version`` says another process wrote the team (``ranks_team_in_db``;
-  an exact scan in the server was 7x slower at 20,000 memories). Above, the dense
+  numpy over the bank's cached matrix of the team, read from the rows once and brought up
+  (only the rows written or decided on since) when ``teams.version`` says another process
+  wrote the team (``ranks_team_in_db``; an exact scan in the server was 7x slower at 20,000
+  memories); the version is read by the statement that binds the team for the hits' rows
+  (``peek_version``), so such a search is one round trip. Above, the dense
   top-N comes from the team's own HNSW index (cosine, a partial index on its rows),
   approximate as HNSW is, built when the team passes that size (``after_group``); the
   few rows it returns are ranked by the same ``index.rank``, so scores and tie-breaks
@@ -27,12 +29,13 @@ Why it looks like this:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from memgraft.collab.bank import pool
-from memgraft.collab.bank.backend import Backend, hide_password
+from memgraft.collab.bank.backend import Backend, Peek, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.stored_index import index_of_rows
@@ -64,6 +67,8 @@ class PostgresBackend(Backend):
 
     dialect = "postgresql"
     ranks_in_db = True
+    peeks_version = True
+    team_size = ", memories"  # kept by the memories_counted trigger
 
     def __init__(self, url: str, team: str | None = None):
         try:
@@ -78,6 +83,7 @@ class PostgresBackend(Backend):
         self._tx: Any = None  # the connection a write transaction holds
         self._tx_team: str | None = None
         self._shared: pool.SharedPool | None = None
+        self._peek: tuple[str, Peek] | None = None  # (team, box): the next bound statement reads its version too
         if not pool.known(url):
             self._first_setup()  # once per process and URL: the role, the extension, the tables
         self._shared = pool.acquire(url, self.where)
@@ -140,7 +146,7 @@ class PostgresBackend(Backend):
     def vector_type(self, dim: int | None) -> str:
         return "vector" if dim is None else f"vector({int(dim)})"
 
-    def after_group(self, team: str) -> None:
+    def after_group(self, team: str, memories: int | None = None) -> None:
         """Build ``team``'s own HNSW index once it passes ``EXACT_MAX_ROWS``; before, it is ranked exactly.
 
         Why per team (a partial index, ``WHERE team = '…'``): a whole-table index made
@@ -155,8 +161,10 @@ class PostgresBackend(Backend):
         """
         if team in self._indexed:
             return
-        row = self.execute_untied("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
-        if row is None or row[0] <= EXACT_MAX_ROWS:
+        if memories is None:  # else the count the group's commit returned (no statement for it)
+            row = self.execute_untied("SELECT memories FROM teams WHERE team = %s", (team,)).fetchone()
+            memories = None if row is None else row[0]
+        if memories is None or memories <= EXACT_MAX_ROWS:
             return
         self.begin(None)
         try:
@@ -218,7 +226,8 @@ class PostgresBackend(Backend):
 
     # -- statements --------------------------------------------------------------------------
     def _locals(self, team: str | None) -> tuple[str, list[Any]] | None:
-        """The statement that binds ``team`` (and a non-default ``hnsw.ef_search``) for one transaction."""
+        """The statement that binds ``team`` (and a non-default ``hnsw.ef_search``) for one transaction; with a
+        ``peek_version`` pending, it reads that team's version too (its last column)."""
         calls, args = [], []
         if team is not None:
             calls.append("set_config(%s, %s, true)")
@@ -226,7 +235,25 @@ class PostgresBackend(Backend):
         if self._ef_search != HNSW_EF_SEARCH:
             calls.append("set_config('hnsw.ef_search', %s, true)")
             args.append(str(self._ef_search))
+        if self._peek is not None and calls:
+            calls.append("(SELECT version FROM teams WHERE team = %s)")
+            args.append(self._peek[0])
         return ("SELECT " + ", ".join(calls), args) if calls else None
+
+    @contextmanager
+    def peek_version(self, team: str) -> Iterator[Peek]:
+        """The team's ``teams.version`` read by the statement that binds the team for the next read of its rows
+        (the same round trip, the same transaction), so a search from the cached matrix checks the matrix with the
+        statement that fetches its hits: one round trip a search, not two. Outside a write transaction only."""
+        box = Peek()
+        if self._tx is not None:
+            yield box
+            return
+        self._peek = (team, box)
+        try:
+            yield box
+        finally:
+            self._peek = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         # () still converts: a doubled "%" is one again. Binary results: a vector then loads with one
@@ -252,12 +279,16 @@ class PostgresBackend(Backend):
         if bind is None:
             return pool.plain(self._shared, self.where, sql, params)
 
+        peek, self._peek = self._peek, None  # the first statement after peek_version reads it
+
         def run(conn: Any) -> Rows:
             with conn.pipeline():  # one round trip: BEGIN, the binding, the statement, COMMIT
                 conn.execute("BEGIN")
-                conn.execute(*bind)
+                bound = conn.execute(*bind)
                 cur = conn.execute(sql, params, binary=True)
                 conn.execute("COMMIT")
+            if peek is not None:
+                peek[1].version = bound.fetchone()[-1]
             return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
 
         return pool.with_connection(self._shared, self.where, run)

@@ -79,6 +79,16 @@ class BankSearch(BankVectors):
                     vec = unchanged[memory_id][0]
                 overlay[memory_id] = (vec, valid, is_team, t_us)
             # every pending row is left out of the committed rows: the overlay has it, or earlier_only drops it
+            cached = self._indexes.get(team) if tx is None and self._db.peeks_version and \
+                not self._db.ranks_team_in_db(team) else None
+            if cached is not None:
+                # From the cached matrix unchecked, its version read with the hits' rows (one round trip on
+                # PostgreSQL, where the check was a statement of its own); ranked again if it was stale.
+                hits = rank(cached, q, k, valid_only, types, None, overlay)
+                with self._db.peek_version(team) as seen:
+                    found = {m.memory_id: m for m in self.memories(team, ids=[h[0] for h in hits])}
+                if seen.version == cached.version and self._indexes.get(team) is cached:
+                    return [(with_vec(found[i], v), s) for i, s, v in hits]
             idx = self._ranked_rows(team, q, k, valid_only, types, None, list(pending))
             hits = rank(idx, q, k, valid_only, types, None, overlay)
             found = {m.memory_id: m for m in self.memories(team, ids=[h[0] for h in hits])}
@@ -88,7 +98,8 @@ class BankSearch(BankVectors):
                       types: Sequence[MemoryType] | None) -> list[tuple[Memory, float]]:
         when, until_us = iso(as_of), to_us(as_of)
         self._db.use_team(team)
-        then_now = self.changed_since(team, as_of)
+        with self._db.peek_version(team) as seen:  # read with the log (PostgreSQL): the cached matrix is checked free
+            then_now = self.changed_since(team, as_of)
         past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
         # text then = today's: today's vector; else the original's, stored (the updater revises a memory once);
         # else (revised twice) embedded afresh
@@ -96,14 +107,14 @@ class BankSearch(BankVectors):
         originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None}
         fresh = [m.maintained for m, text, vec in then_now if m.maintained != text and vec is None]
         fresh_vecs = dict(zip(fresh, self._embed_cached(fresh))) if fresh else {}
-        stored = self._stored(team, list(unchanged))
+        stored = self._stored(team, list(unchanged), seen.version)
         overlay: Overlay = {}
         for m in past:
             vec = stored[m.memory_id][0] if m.memory_id in unchanged else originals.get(m.memory_id)
             if vec is None:
                 vec = fresh_vecs[m.maintained]
             overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
-        idx = self._ranked_rows(team, q, k, valid_only, types, when, changed)
+        idx = self._ranked_rows(team, q, k, valid_only, types, when, changed, seen.version)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)
         found = {m.memory_id: m for m in self.memories(team, as_of=as_of, ids=[h[0] for h in hits])}
         return [(with_vec(found[i], v), s) for i, s, v in hits]

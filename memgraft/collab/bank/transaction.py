@@ -66,10 +66,16 @@ class GroupTransaction:
         # into the bank's index after commit.
         self.pending: dict[str, tuple[np.ndarray | None, bool, bool, int]] = {}
         self.new_ids: set[str] = set()
+        self.size: int | None = None  # the team's memory count at commit (``finish``; PostgreSQL's ``teams.memories``)
 
     # -- writes ----------------------------------------------------------------
     def add_memories(self) -> list[Memory]:
         """Insert the group's memories: original = maintained = content, valid, maintained at the group time."""
+        self.insert_memories()
+        return self.memories_of_group()
+
+    def insert_memories(self) -> None:
+        """``add_memories`` without reading them back (``apply_group``, ``finish``: a round trip fewer)."""
         self._open()
         if self._added:
             raise BankError(f"group {self.group.group_id!r}: memories already added")
@@ -92,7 +98,6 @@ class GroupTransaction:
         for i, m in enumerate(g.memories):
             self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
             self.new_ids.add(m.memory_id)
-        return self.memories_of_group()
 
     def record(self, decision: Decision) -> None:
         """Apply one decision to its target and append it to the log (see ``record_many``)."""
@@ -170,10 +175,12 @@ class GroupTransaction:
     def finish(self) -> int:
         """Add the memories if the caller did not, bump the team's version; returns the new version."""
         if not self._added:
-            self.add_memories()
+            self.insert_memories()
         conn = self.bank._team_db(self.team)
-        conn.execute("UPDATE teams SET version = version + 1 WHERE team = ?", (self.team,))
-        return conn.execute("SELECT version FROM teams WHERE team = ?", (self.team,)).fetchone()[0]
+        row = conn.execute(f"UPDATE teams SET version = version + 1 WHERE team = ? RETURNING version{conn.team_size}",
+                           (self.team,)).fetchone()
+        self.size = int(row[1]) if len(row) > 1 else None  # the team's memories, where the backend counts them
+        return row[0]
 
     # -- reads (inside the transaction) ----------------------------------------
     def memory(self, memory_id: str) -> Memory | None:

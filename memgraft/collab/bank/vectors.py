@@ -4,8 +4,9 @@ Why a separate layer: the bank stores one vector per memory (its maintained text
 so everything else (a text query, an as-of text that differs from today's) is
 embedded on demand and cached. The rows a search ranks come from the backend's
 database where it ranks there (PostgreSQL's HNSW index), else from per-team matrices
-rebuilt from the blobs only when another process has written the team
-(``teams.version``) and otherwise kept in step with our own commits (SQLite).
+read from the rows once, brought up by the rows written or decided on since when another
+process has written the team (``teams.version``; ``stored_index.refresh_index``), and
+otherwise kept in step with our own commits.
 ``MemoryBank`` builds on this; the state it uses is declared here and set in
 ``MemoryBank.__init__``.
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import TeamIndex, want_team_of
-from memgraft.collab.bank.stored_index import load_index
+from memgraft.collab.bank.stored_index import load_index, refresh_index
 from memgraft.collab.bank.schema import to_us
 from memgraft.collab.types import MemoryType
 from memgraft.models.embedder import Embedder
@@ -47,25 +48,27 @@ class BankVectors:
     _cache: OrderedDict[str, np.ndarray]
 
     def _ranked_rows(self, team: str, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,
-                     until: str | None, exclude: Sequence[str]) -> TeamIndex | None:
+                     until: str | None, exclude: Sequence[str], version: int | None = None) -> TeamIndex | None:
         """The committed rows ``index.rank`` scores: the database's top-N, or the team's whole cached matrix.
 
         ``exclude`` (rows an overlay replaces) and the filters are applied in the database;
         ``rank`` applies them again, which changes nothing there and filters the matrix here.
+        ``version``: the team's version as just read with another statement (``peek_version``), so none is read.
         """
         if not self._db.ranks_team_in_db(team):
-            return self._index(team)
+            return self._index(team, version)
         self._indexes.pop(team, None)  # grown past the cached matrices (PostgreSQL): its own index serves it now
         if self.dim is None:
             raise BankError(f"{self.where} stores no embeddings: open it with an embedder to search")
         return self._db.top_n(team, q, k, self.dim, valid_only, want_team_of(types), until, exclude)
 
-    def _stored(self, team: str, memory_ids: Sequence[str]) -> dict[str, tuple[np.ndarray, int]]:
+    def _stored(self, team: str, memory_ids: Sequence[str],
+                version: int | None = None) -> dict[str, tuple[np.ndarray, int]]:
         """Stored vector and time (µs) of each id the team holds (as this connection sees it)."""
         if not memory_ids:
             return {}  # a search outside a transaction asks for none: no statement for it
         if not self._db.ranks_team_in_db(team):
-            idx = self._index(team)
+            idx = self._index(team, version)
             if idx is None:
                 return {}
             return {m: (idx.vecs[idx.row_of[m]], int(idx.time_us[idx.row_of[m]])) for m in memory_ids
@@ -81,10 +84,15 @@ class BankVectors:
                     out[m] = (self._db.decode_vecs([raw], self.dim)[0], to_us(t))
         return out
 
-    def _index(self, team: str) -> TeamIndex | None:
-        """The team's vectors, (re)built from the stored rows when missing or stale (another process wrote it)."""
+    def _index(self, team: str, version: int | None = None) -> TeamIndex | None:
+        """The team's vectors, (re)built from the stored rows when missing, brought up to them when stale (another
+        process wrote it: only the rows written or decided on since are read). ``version``: the team's version,
+        if the caller has just read it (``peek_version``); else it is read here."""
         with self._lock:
-            row = self._db.execute_shared("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
+            if version is None:
+                row = self._db.execute_shared("SELECT version FROM teams WHERE team = ?", (team,)).fetchone()
+            else:
+                row = (version,)
             if row is None:
                 return None
             cached = self._indexes.get(team)
@@ -96,8 +104,11 @@ class BankVectors:
                 # group_transaction cached every existing team first, so this team is the open
                 # transaction's own creation: committed, it holds nothing yet.
                 self._indexes[team] = TeamIndex(self.dim, row[0])
+                self._indexes[team].read_to = (0, 0, None)
                 return self._indexes[team]
             self._db.use_team(team)  # PostgreSQL: row-level security shows the connection this team's rows only
+            if cached is not None and refresh_index(self._db, team, cached):
+                return cached
             idx = load_index(self._db, team, self.dim, row[0])
             self._indexes[team] = idx
             return idx
@@ -109,8 +120,7 @@ class BankVectors:
             if idx is None:
                 return
             if idx.version != version - 1 or any(v is None and m not in idx.row_of for m, (v, *_) in tx.pending.items()):
-                del self._indexes[tx.team]
-                return
+                return  # someone else wrote the team meanwhile: left stale, the next search reads what changed since
             for memory_id, (vec, valid, is_team, t_us) in tx.pending.items():
                 idx.put(memory_id, vec, valid, is_team, t_us)
             idx.version = version
