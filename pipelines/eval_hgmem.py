@@ -53,15 +53,17 @@ def with_max_step(settings: Settings, max_step: int) -> Settings:
 
 
 def retrieval_rows(settings: Settings, graph: str, questions: str, limit: int | None = None,
-                   k: int = scoring.ANSWER_K) -> dict[str, dict[str, Any]]:
+                   k: int = scoring.ANSWER_K, ids: set[str] | None = None) -> dict[str, dict[str, Any]]:
     """Recall@k of the supporting passages by dense chunk search and by graph retrieval (no LLM), for the
-    questions of ``questions`` (the first ``limit``) that name their supporting passages."""
+    questions of ``questions`` (the first ``limit``; with ``ids``, those of them) that name their supporting
+    passages."""
     from memgraft.eval import musique
     from memgraft.graph.store import GraphStore
     from memgraft.models.embedder import load_embedder
     from pipelines.answer_queries import read_questions
 
     rows = [q for q in read_questions(questions)][: limit if limit else None]
+    rows = [q for q in rows if ids is None or str(q["id"]) in ids]
     rows = [q for q in rows if q.get("supporting_doc_ids")]
     if not rows:
         return {}
@@ -79,9 +81,11 @@ def retrieval_rows(settings: Settings, graph: str, questions: str, limit: int | 
 def run_tables(settings: Settings, graph: str, questions: str, output: str, *, methods: Sequence[str] = METHODS,
                limit: int | None = None, drop: float = 0.5, seed: int = 0, also: dict[str, str] | None = None,
                dataset: str = "musique", llm: LLM | None = None, max_steps: Sequence[int] | None = None,
-               baselines: bool = True) -> dict[str, Any]:
+               baselines: bool = True, score_only: bool = False, common: bool = False) -> dict[str, Any]:
     """``{graph name: score_runs result}``; also written to ``OUT/tables.json``. With ``max_steps``, every
-    method runs once per last step t, its rows named ``method t=T``."""
+    method runs once per last step t, its rows named ``method t=T``. ``score_only``: answer nothing, score
+    the run folders as they are (a run stopped early); ``common``: score only the questions every run
+    answered, the baselines' rows too."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; methods: {', '.join(METHODS)}")
@@ -96,8 +100,9 @@ def run_tables(settings: Settings, graph: str, questions: str, output: str, *, m
             write_degraded(graph, str(degraded), drop, seed)
         graphs[f"{drop:.0%} dropped"] = str(degraded)
     graphs.update(also or {})
-    started = init_ray()
-    llm = llm if llm is not None else start_llm(settings, started)  # one engine for every run
+    if not score_only:
+        started = init_ray()
+        llm = llm if llm is not None else start_llm(settings, started)  # one engine for every run
     tables: dict[str, Any] = {}
     steps = list(max_steps) if max_steps else [None]
     for name, folder in graphs.items():
@@ -105,15 +110,21 @@ def run_tables(settings: Settings, graph: str, questions: str, output: str, *, m
         for t in steps:  # t=0 for every method first: a run stopped early still has its cheap rows
             for method in methods:
                 run = out / "runs" / _slug(name) / (method if t is None else f"{method}-t{t}")
-                run_answers(settings if t is None else with_max_step(settings, t), folder, questions, str(run),
-                            method, limit=limit, llm=llm)
-                runs.append(str(run))
-                names.append(method if t is None else f"{method} t={t}")
-        result = report.score_runs(runs, dataset, graph=folder if dataset == "musique" else None)
+                if not score_only:
+                    run_answers(settings if t is None else with_max_step(settings, t), folder, questions,
+                                str(run), method, limit=limit, llm=llm)
+                if (run / "answers.jsonl").exists():
+                    runs.append(str(run))
+                    names.append(method if t is None else f"{method} t={t}")
+        ids = None
+        if common:
+            answered = [{str(r["id"]) for r in report.read_answers(r)} for r in runs]
+            ids = set.intersection(*answered) if answered else set()
+        result = report.score_runs(runs, dataset, graph=folder if dataset == "musique" else None, ids=ids)
         result.pop("questions", None)
         result["methods"] = dict(zip(names, result["methods"].values()))  # one method per run folder
         if baselines and dataset == "musique":
-            result["methods"].update(retrieval_rows(settings, folder, questions, limit))
+            result["methods"].update(retrieval_rows(settings, folder, questions, limit, ids=ids))
         tables[name] = result
     (out / "tables.json").write_text(json.dumps(tables, indent=1, default=str))
     return tables
@@ -147,6 +158,8 @@ def main(
     max_steps: str = typer.Option("", "--max-steps", help="comma-separated last steps t: every method once per t "
                                   "(default: the settings' hgmem.max_step)"),
     baselines: bool = typer.Option(True, help="musique: add dense and graph top-5 recall rows (no LLM)"),
+    score_only: bool = typer.Option(False, "--score-only", help="answer nothing: score the run folders as they are"),
+    common: bool = typer.Option(False, "--common", help="score only the questions every run answered"),
     profile: str = typer.Option("local"),
     set_: list[str] = typer.Option([], "--set", help="section.field=value (repeatable)"),
     verbose: bool = typer.Option(False, "--verbose"),
@@ -158,7 +171,8 @@ def main(
     try:
         tables = run_tables(load_settings(profile, set_), graph, questions, output, methods=methods.split(","),
                             limit=limit, drop=drop, seed=seed, also=extra, dataset=dataset,
-                            max_steps=[int(t) for t in max_steps.split(",") if t.strip()], baselines=baselines)
+                            max_steps=[int(t) for t in max_steps.split(",") if t.strip()], baselines=baselines,
+                            score_only=score_only, common=common)
     except (FileNotFoundError, ValueError, PipelineFitError) as err:
         typer.echo(f"eval_hgmem: {err}", err=True)
         raise typer.Exit(2) from err

@@ -199,13 +199,18 @@ def score_runs(
     corpus: str | Path | None = None,
     judge: Judge | None = None,
     baseline: str | None = None,
+    ids: set[str] | None = None,
 ) -> dict[str, Any]:
-    """``{"dataset", "methods": {name: {metric: value}}, "questions": [...], ...}`` for the runs."""
+    """``{"dataset", "methods": {name: {metric: value}}, "questions": [...], ...}`` for the runs (with ``ids``,
+    only those questions' lines)."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; datasets: {', '.join(DATASETS)}")
     if dataset in JUDGED and judge is None:
         raise ValueError(f"{dataset} is scored by an LLM judge: pass one")
     runs = load_runs(run_dirs)
+    if ids is not None:
+        for run in runs:
+            run.rows = [r for r in run.rows if r["id"] in ids]
     if questions is not None:
         gold = load_gold(dataset, questions, corpus)
         for run in runs:
