@@ -195,8 +195,21 @@ def run_recall(settings: Any, embedder: Any, graph_dir: Path, questions_path: Pa
     return {
         "questions": len(questions), "gold_passages": sum(map(len, gold)),
         "gold_in_graph": sum(d in in_graph for g in gold for d in g), "top_entities": settings.hgmem.top_entities,
-        "retrievers": out,
+        "retrievers": out, "entities": entity_counts(graph_dir),
+        "noun_chunk_filter": settings.extraction.noun_chunk_filter if settings.extraction.noun_chunks else "no noun chunks",
     }
+
+
+def entity_counts(graph_dir: Path) -> dict[str, int]:
+    """The graph's entities: all, named (a spaCy entity type), concepts (noun chunks, and the entity types
+    mapped to concept), and the concepts that are one lower-case word ("behalf", "time")."""
+    from memgraft.graph.folder import GraphFolder
+
+    ents = GraphFolder(str(graph_dir)).read_table("entities", ["name", "type"])
+    names, types = ents.column("name").to_pylist(), ents.column("type").to_pylist()
+    concepts = [n for n, t in zip(names, types) if t == "concept"]
+    return {"all": len(names), "named": len(names) - len(concepts), "concepts": len(concepts),
+            "one_lower_case_word_concepts": sum(len(n.split()) == 1 and n.islower() for n in concepts)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

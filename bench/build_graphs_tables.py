@@ -84,3 +84,8 @@ def print_tables(result: dict[str, Any]) -> None:
     dense, graph = r["retrievers"]["dense"], r["retrievers"]["graph"]
     rt.add_row("graph / dense", *(f"{graph[k] / dense[k]:.2f}" if dense[k] else "-" for k in ks), "")
     con.print(rt)
+    if r.get("entities"):
+        e = r["entities"]
+        con.print(f"entities (noun_chunk_filter: {r.get('noun_chunk_filter', '?')}): {e['all']:,} in all, "
+                  f"{e['named']:,} named, {e['concepts']:,} concepts, of which {e['one_lower_case_word_concepts']:,} "
+                  f"are one lower-case word", soft_wrap=True)

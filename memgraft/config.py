@@ -72,6 +72,10 @@ class ExtractionSettings(_Section):
     # dependency parse; HGMem's Table 4 graph); llm: the schema-constrained LLM extractor
     method: Literal["spacy", "openie", "llm"] = "spacy"
     noun_chunks: bool = True
+    # Which noun chunks become concepts: "none" keeps every one; "single_common" drops a chunk that is one
+    # lower-case common noun ("behalf", "time", "upheaval"), keeping multi-word chunks, proper nouns and
+    # named entities.
+    noun_chunk_filter: Literal["none", "single_common"] = "none"
     max_entities_per_sentence: int = 8
     max_description_parts: int = 5
     min_entity_chars: int = 2

@@ -116,10 +116,13 @@ def show_answer(row: dict) -> None:
     table = Table(title="final memory", show_lines=True)
     for col in ("point", "description", "entities", "sources"):
         table.add_column(col)
+    # every vertex is a graph entity and every point cites the chunks it came from (the loop checks both each
+    # round: HypergraphMemory.check_grounded), so the table says what each point rests on
     for p in memory.active_points():
-        names = ", ".join(v.name + ("" if v.in_graph else " (not in graph)") for v in memory.vertices_of(p.point_id))
+        names = ", ".join(v.name for v in memory.vertices_of(p.point_id))
         extra = f" (merged from {', '.join(p.merged_from)})" if p.merged_from else ""
-        table.add_row(p.point_id + extra, p.description, names, f"{len(p.chunk_ids)} chunks")
+        sources = f"{len(p.chunk_ids)} chunks" + (f", {len(p.relation_ids)} relations" if p.relation_ids else "")
+        table.add_row(p.point_id + extra, p.description, names, sources)
     console.print(table if memory.active_points() else "[dim](memory stayed empty)[/]")
 
 

@@ -187,3 +187,54 @@ def test_hyperedge_size_overall_and_per_question_kind():
     assert m["hyperedge_size"] == pytest.approx(10 / 3)
     assert m["hyperedge_size[2hop]"] == 2.5 and m["hyperedge_size[4hop1]"] == 5.0
     assert "hyperedge_size" not in usage_metrics([{"id": "q", "answer": "a"}])  # naive, graph: no memory
+
+
+# -- grounding of the final memory and the answer step's recall@5 ----------------------------------------
+
+
+def _memory(vertices: list[str], points: list[tuple[list[str], str | None]]) -> dict:
+    """A final-memory snapshot: vertex ids, and points as (chunk ids, merged_into)."""
+    return {"version": 1, "next_id": len(points) + 1,
+            "vertices": [{"entity_id": v, "name": v, "in_graph": True, "chunk_ids": [], "description": ""}
+                         for v in vertices],
+            "points": [{"point_id": f"p{i + 1}", "description": "", "vertex_ids": vertices[:2], "chunk_ids": chunks,
+                        "merged_into": into} for i, (chunks, into) in enumerate(points)]}
+
+
+def test_memory_grounding_and_answer_recall_at_5_by_hand(tmp_path):
+    graph = _graph(tmp_path)  # c1 c2 -> D1, c3 -> D2, c4 -> D3, c5 -> D4
+    pq.write_table(pa.table({"entity_id": ["e1", "e2", "e3"], "name": ["A", "B", "C"]}), graph / "entities.parquet")
+    run = tmp_path / "run"
+    _write_run(run, [
+        # q1 (gold D1 D2): answer given c4 c1 c2 c3 -> D3 D1 D2 within the first 5: recall 1.
+        # Vertices e1 e2 "ghost" (2 of 3 in the graph); points: p1 cites c1, p2 cites only "zz" (not a graph
+        # chunk), p3 cites nothing but was merged into p1 (inactive: not counted) -> 1 of 2 active points cite
+        (_row("q1", "hgmem", "Paris"),
+         {"steps": [], "answer": {"chunk_ids": ["c4", "c1", "c2", "c3"]},
+          "final_memory": _memory(["e1", "e2", "ghost"], [(["c1"], None), (["zz"], None), ([], "p1")])}),
+        # q2 (gold D3 D4): answer given c1 c3 c4 -> D1 D2 D3: recall 1/2. Vertices e3 e1 (2 of 2); p1 cites c3
+        (_row("q2", "hgmem", "1999"),
+         {"steps": [], "answer": {"chunk_ids": ["c1", "c3", "c4"]},
+          "final_memory": _memory(["e3", "e1"], [(["c3"], None)])}),
+    ])
+    m = report.score_runs([run], "musique", graph=str(graph))["methods"]["hgmem"]
+    assert m["answer_recall@5"] == pytest.approx((1.0 + 0.5) / 2) and m["n_answer_recall@5"] == 2
+    assert m["vertices_in_graph"] == pytest.approx(4 / 5) and m["n_vertices"] == 5
+    assert m["points_citing"] == pytest.approx(2 / 3) and m["n_points"] == 3
+    assert {"answer_recall@5", "vertices_in_graph", "points_citing"} <= set(report.columns(
+        report.score_runs([run], "musique", graph=str(graph))))
+
+
+def test_answer_recall_counts_only_the_first_5_passages_and_failures_as_0(tmp_path):
+    from memgraft.eval.scoring import answer_chunk_ids, score_musique
+
+    doc_of = {f"c{i}": f"D{i}" for i in range(1, 8)}
+    traces = {"q1": {"answer": {"chunk_ids": ["c1", "c2", "c3", "c4", "c5", "c6"]}},  # gold D6 is the 6th
+              "q2": {"shown": {"chunk_ids": ["c7", "c7", "c1"]}}}  # a baseline's shown chunks; c7 twice: 1 passage
+    rows = [{"id": "q1", "answer": "x", "supporting_doc_ids": ["D1", "D6"]},
+            {"id": "q2", "answer": "x", "supporting_doc_ids": ["D7"]},
+            {"id": "q3", "answer": None, "error": "boom", "supporting_doc_ids": ["D1"]}]
+    metrics, per_q = score_musique(rows, None, doc_of, trace_of=lambda r: traces.get(r["id"]))
+    assert [q["answer_recall@5"] for q in per_q] == [0.5, 1.0, 0.0]
+    assert metrics["answer_recall@5"] == pytest.approx(1.5 / 3) and "vertices_in_graph" not in metrics
+    assert answer_chunk_ids(None) is None and answer_chunk_ids({"retrieved": {"chunk_ids": ["c1"]}}) is None

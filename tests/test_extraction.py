@@ -30,6 +30,19 @@ def test_noun_chunks_become_concepts_without_determiners(extractor):
     assert {e.name: e.type for e in ex.entities} == {"engineers": "concept", "old bridge": "concept", "river": "concept"}
 
 
+def test_single_common_noun_concepts_can_be_dropped(settings):
+    kept = SpacyExtractor(settings.extraction.model_copy(update={"noun_chunk_filter": "none"}),
+                          settings.models.spacy_model)
+    filtered = SpacyExtractor(settings.extraction.model_copy(update={"noun_chunk_filter": "single_common"}),
+                              settings.models.spacy_model)
+    text = "On behalf of the engineers, Marie Curie repaired the old bridge in Warsaw at that time."
+    [a], [b] = kept.extract([text]), filtered.extract([text])
+    names_a, names_b = {e.name for e in a.entities}, {e.name for e in b.entities}
+    assert {"behalf", "engineers", "time"} <= names_a
+    assert names_b == names_a - {"behalf", "engineers", "time"}  # one lower-case common noun each
+    assert {"Marie Curie", "Warsaw", "old bridge"} <= names_b  # named entities and multi-word chunks stay
+
+
 def test_per_sentence_cap(settings):
     capped = SpacyExtractor(settings.extraction.model_copy(update={"max_entities_per_sentence": 3}), settings.models.spacy_model)
     [ex] = capped.extract(["Alice, Bob, Carol, Dave and Erin met Frank in London, Paris and Rome."])

@@ -27,7 +27,7 @@ JUDGED = ("narrativeqa", "nocha", "longbench", "prelude")
 
 # Columns of the printed table, per dataset, then the cost columns every dataset gets.
 COLUMNS = {
-    "musique": ("em", "f1", "recall", "passages/q"),
+    "musique": ("em", "f1", "recall", "passages/q", "answer_recall@5", "vertices_in_graph", "points_citing"),
     "narrativeqa": ("accuracy",),
     "nocha": ("pair_accuracy", "claim_accuracy"),
     "longbench": ("comprehensiveness", "diversity", "comprehensiveness_win", "diversity_win"),
@@ -145,14 +145,39 @@ def chunk_docs(graph: str) -> dict[str, str]:
     return dict(zip(table.column("chunk_id").to_pylist(), table.column("doc_id").to_pylist()))
 
 
-def retrieved_chunks_of(run: MethodRun, doc_of: Mapping[str, str]):
+def graph_entity_ids(graph: str) -> set[str] | None:
+    """The entity ids of a graph folder's ``entities.parquet``; None where it has none."""
+    from memgraft.graph.folder import GraphFolder
+
+    try:
+        table = GraphFolder(graph).read_table("entities", columns=["entity_id"])
+    except (FileNotFoundError, OSError):
+        return None
+    return set(table.column("entity_id").to_pylist())
+
+
+def traces_of(run: MethodRun):
+    """A function from a line to its trace (read once per line), None where it has none."""
+    cache: dict[str, Any] = {}
+
+    def trace(row: Mapping[str, Any]) -> dict[str, Any] | None:
+        if row["id"] not in cache:
+            path = trace_path(row, run.run_dir)
+            cache[row["id"]] = None if path is None else json.loads(path.read_text(encoding="utf-8"))
+        return cache[row["id"]]
+
+    return trace
+
+
+def retrieved_chunks_of(run: MethodRun, doc_of: Mapping[str, str], trace_of=None):
     """A function from a line to its retrieved chunks, checking every chunk is in the graph."""
+    trace_of = trace_of or traces_of(run)
 
     def chunks(row: Mapping[str, Any]) -> list[str]:
-        path = trace_path(row, run.run_dir)
-        if path is None:
+        trace = trace_of(row)
+        if trace is None:
             return []
-        ids = trace_chunk_ids(json.loads(path.read_text(encoding="utf-8")))
+        ids = trace_chunk_ids(trace)
         unknown = [c for c in ids if c not in doc_of]
         if unknown:
             raise ValueError(f"{run.name}, question {row['id']}: {len(unknown)} chunk(s) not in the graph's "
@@ -174,13 +199,18 @@ def score_runs(
     corpus: str | Path | None = None,
     judge: Judge | None = None,
     baseline: str | None = None,
+    ids: set[str] | None = None,
 ) -> dict[str, Any]:
-    """``{"dataset", "methods": {name: {metric: value}}, "questions": [...], ...}`` for the runs."""
+    """``{"dataset", "methods": {name: {metric: value}}, "questions": [...], ...}`` for the runs (with ``ids``,
+    only those questions' lines)."""
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; datasets: {', '.join(DATASETS)}")
     if dataset in JUDGED and judge is None:
         raise ValueError(f"{dataset} is scored by an LLM judge: pass one")
     runs = load_runs(run_dirs)
+    if ids is not None:
+        for run in runs:
+            run.rows = [r for r in run.rows if r["id"] in ids]
     if questions is not None:
         gold = load_gold(dataset, questions, corpus)
         for run in runs:
@@ -193,13 +223,15 @@ def score_runs(
                              f"({', '.join(r.name for r in runs)}); it must name one")
         base_rows = matches[0].rows
     doc_of = chunk_docs(graph) if graph and dataset == "musique" else None
+    entity_ids = graph_entity_ids(graph) if doc_of is not None else None
     passage_ids = musique.PassageIds.from_corpus(corpus) if corpus and dataset == "musique" else None
     methods: dict[str, dict[str, Any]] = {}
     per_question: list[dict[str, Any]] = []
     for run in runs:
         if dataset == "musique":
-            chunks = retrieved_chunks_of(run, doc_of) if doc_of is not None else None
-            metrics, per_q = scoring.score_musique(run.rows, chunks, doc_of, passage_ids)
+            trace_of = traces_of(run)
+            chunks = retrieved_chunks_of(run, doc_of, trace_of) if doc_of is not None else None
+            metrics, per_q = scoring.score_musique(run.rows, chunks, doc_of, passage_ids, trace_of, entity_ids)
         elif dataset == "narrativeqa":
             metrics, per_q = scoring.score_narrativeqa(run.rows, judge)
         elif dataset == "nocha":

@@ -75,11 +75,46 @@ def hyperedge_sizes(rows: Sequence[Row]) -> dict[str, Any]:
 # -- MuSiQue ---------------------------------------------------------------------------------
 
 
+ANSWER_K = 5  # answer_recall@5: the supporting passages among the first 5 the answer step was given
+
+
+def answer_chunk_ids(trace: Mapping[str, Any] | None) -> list[str] | None:
+    """The chunks the answer step was given, in the order its prompt shows them: HGMem's ``answer`` chunks (ranked
+    by the question), a baseline's ``shown`` chunks; None where the trace says neither."""
+    if not trace:
+        return None
+    answer = trace.get("answer")
+    if isinstance(answer, Mapping) and "chunk_ids" in answer:
+        return list(answer["chunk_ids"])
+    shown = trace.get("shown")
+    if isinstance(shown, Mapping) and "chunk_ids" in shown:
+        return list(shown["chunk_ids"])
+    return None
+
+
+def memory_grounding(trace: Mapping[str, Any] | None, entity_ids: set[str], chunk_ids: set[str]) -> dict[str, int]:
+    """Of a trace's final memory: its vertices, those that are entities of the graph (``entity_ids``), its active
+    points, and those citing at least one chunk of the graph (``chunk_ids``). Empty without a final memory."""
+    final = (trace or {}).get("final_memory")
+    if not isinstance(final, Mapping):
+        return {}
+    vertices = [v["entity_id"] for v in final.get("vertices") or []]
+    points = [p for p in final.get("points") or [] if p.get("merged_into") is None]
+    return {"vertices": len(vertices), "vertices_in_graph": sum(v in entity_ids for v in vertices),
+            "points": len(points), "points_citing": sum(bool(set(p.get("chunk_ids") or []) & chunk_ids) for p in points)}
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else float("nan")
+
+
 def score_musique(
     rows: Sequence[Row],
     retrieved_chunks: Callable[[Row], list[str]] | None = None,
     doc_of: Mapping[str, str] | None = None,
     passage_ids: musique.PassageIds | None = None,
+    trace_of: Callable[[Row], Mapping[str, Any] | None] | None = None,
+    entity_ids: set[str] | None = None,
 ) -> Scored:
     """Answer EM and F1 (SQuAD normalisation, best over ``answers``), and the recall of the
     supporting passages over everything the method retrieved for the question: every
@@ -88,8 +123,15 @@ def score_musique(
     Gold passages are ``supporting_doc_ids``, or ``supporting`` (title, paragraph) pairs
     mapped by ``passage_ids`` as :mod:`memgraft.eval.musique` maps them. Without
     ``retrieved_chunks`` and ``doc_of`` (no graph folder) recall is not computed.
+
+    With ``trace_of`` (a line's trace) and ``doc_of``: ``answer_recall@5``, the supporting passages among the first
+    5 distinct passages of the chunks the answer step was given (a failed question, or one whose answer was given
+    none, scores 0). With ``entity_ids`` (the graph's entities) too, over every question's final memory pooled:
+    ``vertices_in_graph``, the share of vertices that are graph entities, and ``points_citing``, the share of
+    active memory points citing at least one of the graph's chunks (``n_vertices``, ``n_points`` say over how many).
     """
-    em, f1, recall, passages = [], [], [], []
+    em, f1, recall, passages, answer_recall = [], [], [], [], []
+    grounded = {"vertices": 0, "vertices_in_graph": 0, "points": 0, "points_citing": 0}
     per_q = []
     for row in rows:
         q: dict[str, Any] = {"id": row["id"], "failed": failed(row)}
@@ -109,10 +151,29 @@ def score_musique(
                 q["recall"] = musique.recall_at_k(docs, gold, max(1, len(docs)))
                 recall.append(q["recall"])
                 q["missed"] = [d for d in gold if d not in set(docs)]
+        if trace_of is not None and doc_of is not None:
+            trace = None if failed(row) else trace_of(row)
+            given = answer_chunk_ids(trace) or []
+            if gold:
+                docs = list(dict.fromkeys(doc_of[c] for c in given))
+                q[f"answer_recall@{ANSWER_K}"] = musique.recall_at_k(docs, gold, ANSWER_K)
+                answer_recall.append(q[f"answer_recall@{ANSWER_K}"])
+            if entity_ids is not None:
+                g = memory_grounding(trace, entity_ids, set(doc_of))
+                q.update({f"memory_{k}": v for k, v in g.items()})
+                for k, v in g.items():
+                    grounded[k] += v
         per_q.append(q)
     metrics = {"em": mean(em), "f1": mean(f1), "n_em": len(em)}
     if retrieved_chunks is not None and doc_of is not None:
         metrics.update({"recall": mean(recall), "n_recall": len(recall), "passages/q": mean(passages)})
+    if trace_of is not None and doc_of is not None:
+        metrics.update({f"answer_recall@{ANSWER_K}": mean(answer_recall), f"n_answer_recall@{ANSWER_K}": len(answer_recall)})
+        if entity_ids is not None and grounded["vertices"] + grounded["points"]:
+            metrics.update({"vertices_in_graph": _share(grounded["vertices_in_graph"], grounded["vertices"]),
+                            "n_vertices": grounded["vertices"],
+                            "points_citing": _share(grounded["points_citing"], grounded["points"]),
+                            "n_points": grounded["points"]})
     return metrics, per_q
 
 

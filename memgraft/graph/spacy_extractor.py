@@ -41,12 +41,19 @@ def _entity_name(text: str) -> str:
     return re.sub(r"^(the|The)\s+", "", " ".join(text.split()))
 
 
-def _clean_span(span: Any) -> str:
-    """A noun chunk without leading determiners or pronouns ("the old mill" -> "old mill")."""
+def _clean_span(span: Any, drop_single_common: bool = False) -> str:
+    """A noun chunk without leading determiners or pronouns ("the old mill" -> "old mill").
+
+    With ``drop_single_common``, a chunk left with one lower-case common noun ("behalf", "time", "upheaval",
+    spaCy's NOUN, not PROPN) is dropped: alone it names no thing of its passage, yet as a vertex it links every
+    passage that uses the word. Multi-word chunks ("old mill") and proper nouns stay; named entities are not
+    noun chunks and always stay."""
     tokens = list(span)
     while tokens and (tokens[0].pos_ in SKIP_POS or tokens[0].is_stop):
         tokens = tokens[1:]
     if not tokens or all(t.is_stop or t.pos_ in SKIP_POS or t.like_num for t in tokens):
+        return ""
+    if drop_single_common and len(tokens) == 1 and tokens[0].pos_ == "NOUN" and tokens[0].is_lower:
         return ""
     return span.doc[tokens[0].i: tokens[-1].i + 1].text.strip()
 
@@ -55,7 +62,8 @@ class SpacyExtractor:
     def __init__(self, settings: ExtractionSettings, model: str = "bundled:en_core_web_sm"):
         self.settings = settings
         self.nlp = load_spacy(model, settings.noun_chunks)
-        self.name = f"spacy:{display_name(model)}" + ("+noun_chunks" if settings.noun_chunks else "")
+        self.name = f"spacy:{display_name(model)}" + ("+noun_chunks" if settings.noun_chunks else "") + (
+            f"-{settings.noun_chunk_filter}" if settings.noun_chunks and settings.noun_chunk_filter != "none" else "")
 
     def extract(self, texts: Sequence[str]) -> list[Extraction]:
         return [self._from_doc(doc) for doc in self.nlp.pipe(texts, batch_size=64)]
@@ -77,7 +85,7 @@ class SpacyExtractor:
                 for nc in sent.noun_chunks:
                     if covered.intersection(range(nc.start, nc.end)):
                         continue
-                    name = _clean_span(nc)
+                    name = _clean_span(nc, s.noun_chunk_filter == "single_common")
                     if name:
                         found.append((name, "concept"))
             names: list[str] = []
