@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memgraft.collab.maintain import subject, values
+from memgraft.collab.maintain import change, subject, values
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
@@ -76,7 +76,7 @@ def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default, ol
 @pytest.mark.parametrize("a,b", [("ivan", "ivana"), ("june", "july"), ("paul", "paula"), ("mark", "marc"),
                                  ("march", "may"), ("august", "augusta")])
 def test_a_slip_is_one_letter_inside_a_short_word_not_another_name(a, b):
-    assert not subject._near(a, b) and subject._near("root", "rot") and subject._near("october", "octobre")
+    assert not subject.near(a, b) and subject.near("root", "rot") and subject.near("october", "octobre")
 
 
 @pytest.mark.parametrize("old,new", [
@@ -115,7 +115,7 @@ def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old
 def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(default, old, new, changed):
     """A long record that repeats its question's words reads to the judge as agreeing (p 0.98) with a note whose
     list differs in one item (TimeQA dev with typos); the item lists say otherwise."""
-    assert subject.item_change(old, new) is changed
+    assert change.item_change(old, new) is changed
     target = Target("inter", mem("old", "individual", old), (), datetime(2026, 1, 1, tzinfo=timezone.utc))
     contra, _ = default._contradictions(target, [(np.array([0.0, 0.98, 0.02]), mem("new", "team", new, years=1))])
     assert bool(contra) is changed

@@ -34,11 +34,10 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from memgraft.collab.bank import pool
+from memgraft.collab.bank import pg_search, pool
 from memgraft.collab.bank.backend import Backend, Peek, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
-from memgraft.collab.bank.stored_index import index_of_rows
 from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
                                             SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
                                             team_index, team_literal, to_psycopg)
@@ -53,8 +52,6 @@ EXACT_MAX_ROWS = 100_000
 # vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.49 at 200, 0.77 at 400 (15 ms), 0.93 at 1000 (37 ms).
 HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
-TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
-TIE_EPS = 1e-5  # distances this close count as tied (the database and numpy round float32 sums differently)
 
 
 class PostgresBackend(Backend):
@@ -371,47 +368,8 @@ class PostgresBackend(Backend):
 
     def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
               until: str | None, exclude: Sequence[str]) -> TeamIndex:
-        """The team's rows nearest ``q`` by cosine, as a small index in write order (``rank`` scores it).
-
-        A small team is read exactly; a large one through the HNSW index, re-read
-        exactly if the scan comes back short (it returns at most ``hnsw.ef_search``
-        rows before the team's filter). When the slack past ``k`` is all ties with the
-        k-th row, every row tied with it is read, so ties break by write order as in SQLite.
-        """
-        n = k + TOP_N_SLACK
-        where, args = ["team = ?", "embedding IS NOT NULL"], [team]
-        for cond, arg, used in (("valid = 1", None, valid_only),
-                                ("type = ?", "team" if want_team else "individual", want_team is not None),
-                                ("time <= ?", until, until is not None),
-                                ("NOT (memory_id = ANY(?))", list(exclude), bool(exclude))):
-            if used:
-                where.append(cond)
-                args += [] if arg is None else [arg]
-        self.use_team(team)
-        ef = min(1000, max(HNSW_EF_SEARCH, n))
-        if ef != self._ef_search and self._tx is not None:
-            self.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(ef),))
-        self._ef_search = ef  # outside a transaction: bound with the team in each statement's (``_locals``)
-        qv, cond = self.encode_vec(q), " AND ".join(where)
-
-        def read(tail: str, *extra: Any, own_index: bool = False) -> list[tuple]:
-            sql = to_psycopg(f"SELECT rowid, memory_id, embedding, valid, type, time, embedding <=> ? AS dist "
-                             f"FROM memories WHERE {cond} {tail}")
-            if not own_index:
-                return self.execute_untied(sql, (qv, *args, *extra)).fetchall()
-            # the team as a literal, so the planner can match the team's partial index (not a parameter)
-            sql = sql.replace("team = %s", f"team = {team_literal(team).replace('%', '%%')}", 1)
-            return self.execute_untied(sql, (qv, *args[1:], *extra)).fetchall()
-
-        exact = "ORDER BY (embedding <=> ?) + 0 LIMIT ?"  # "+ 0": an order the index cannot give, so a scan
-        large = self._team_size(team) > EXACT_MAX_ROWS
-        rows = read("ORDER BY embedding <=> ? LIMIT ?", qv, n, own_index=True) if large else read(exact, qv, n)
-        if len(rows) < n and large:
-            rows = read(exact, qv, n)
-        if k > 0 and len(rows) == n and rows[-1][6] - rows[k - 1][6] <= TIE_EPS:
-            rows = read("AND (embedding <=> ?) <= ?", qv, rows[k - 1][6] + TIE_EPS)
-        # in write order: rank breaks ties by position, as over SQLite's whole matrix
-        return index_of_rows(self, team, [r[1:6] for r in sorted(rows, key=lambda r: r[0])], dim, 0)
+        """The team's rows nearest ``q`` by cosine (``pg_search.top_n``)."""
+        return pg_search.top_n(self, team, q, k, dim, valid_only, want_team, until, exclude)
 
     def _team_size(self, team: str) -> int:
         """The team's memory count (which plan its searches take), read again every ``SIZE_REFRESH`` searches."""

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import subject, topic, values
+from memgraft.collab.maintain import change, subject, topic, values
 from memgraft.collab.maintain.features import N_LEXICAL, pair_features
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
@@ -173,7 +173,7 @@ class JudgePolicy:
                          if r.memory_id == ref), default=0.0) for i in idx]
             anchor = idx[int(np.argmax(sure))]
             # one that the reference says in words is replaced ("Airflow is out") is not judged again
-            others = [i for i in idx if i != anchor and subject.replaces(
+            others = [i for i in idx if i != anchor and change.replaces(
                 next(r.maintained for _, r in by_target[id(targets[i])] if r.memory_id == ref),
                 targets[i].memory.maintained) is None]
             if not others:
@@ -249,14 +249,14 @@ class JudgePolicy:
                 if judged:
                     elsewhere.append((float(p[2]), r))
                 continue
-            old = subject.replaces(b, a)
-            if old is None and subject.names_another_target(b, a):
+            old = change.replaces(b, a)
+            if old is None and change.names_another_target(b, a):
                 continue
-            if old is not None and (target.level == "intra" or subject.shared_topic(b, a, old) >= 0.5
-                                    or subject.names_only(a, old)):
+            if old is not None and (target.level == "intra" or change.shared_topic(b, a, old) >= 0.5
+                                    or change.names_only(a, old)):
                 contra.append((max(float(p[2]), 0.99), r))
-            elif r.type == "team" and subject.changes(b) and subject.shared_topic(b, a, subject.read(a).value) >= 0.6 \
-                    and subject.new_value(b, a):
+            elif r.type == "team" and change.changes(b) and change.shared_topic(b, a, subject.read(a).value) >= 0.6 \
+                    and change.new_value(b, a):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and (self._list_change(a, b)
                                                               or not subject.same_marks(a, b)):
@@ -269,13 +269,13 @@ class JudgePolicy:
     @staticmethod
     def _list_change(a: str, b: str) -> bool:
         """The two values are lists that lost, gained or replaced an item."""
-        return values.list_change(a, b) or subject.item_change(a, b)
+        return values.list_change(a, b) or change.item_change(a, b)
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
         """Neither names a subject, neither states a change, and their words say two topics
         (:func:`memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists"."""
         return bool(self.topic_from) and target.words is not None and subject.same_subject(a, b) is None \
-            and not subject.changes(b) and topic.other_topic(a, b, target.words, self.topic_from)
+            and not change.changes(b) and topic.other_topic(a, b, target.words, self.topic_from)
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]

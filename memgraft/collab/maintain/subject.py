@@ -61,14 +61,8 @@ _REPLACED = re.compile(
 _REPLACED_BY = re.compile(r"(?:^|[.;,!?:]\s+)(?P<old>[^.;,!?:]{1,80}?)\s+(?:is|are|was|were|has\s+been|have\s+been|"
                           r"will\s+be|gets|got)\s+(?:replaced\s+(?:by|with)\b|(?:out|done|over|gone|retired|"
                           r"deprecated|dropped|discontinued)(?=\s*(?:[.;,!?]|$|and\b|now\b)))", re.IGNORECASE)
-# a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
-_CHANGE = re.compile(r"\b(?:now|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
-                     r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
-                     r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
-                     r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
 _HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)\s*[.!]?$",
                     re.IGNORECASE)
-_NAMES_ITS_TARGET = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing))\b", re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|2[01]\d{2}")
 NEAR = 0.8  # spelling similarity at which two name words are one name (a typo, a dropped accent)
 
@@ -180,7 +174,7 @@ def read(text: str) -> Reading:
     return _read(text[: rules.READ_CHARS])
 
 
-def _near(x: str, y: str) -> bool:
+def near(x: str, y: str) -> bool:
     """One word, or the same word with a typo: same first letter, no digits. A long word may differ by a few
     letters; a short one ("Rot" for "Root") or a month ("Octobre"), only by one slip (:func:`_slip`), so two
     months, or "Ivan" and "Ivana", stay two words."""
@@ -217,8 +211,8 @@ def names_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     alpha = [w for w in short if not any(c.isdigit() for c in w)]
     if not alpha:
         return bool(digits_a) and digits_a == digits_b
-    return all(any(_near(w, v) or _initial(w, v) for v in long_) for w in alpha) \
-        and any(any(_near(w, v) for v in long_) for w in alpha)
+    return all(any(near(w, v) or _initial(w, v) for v in long_) for w in alpha) \
+        and any(any(near(w, v) for v in long_) for w in alpha)
 
 
 def _initial(x: str, y: str) -> bool:
@@ -246,11 +240,11 @@ def another_subject(a: str, b: str) -> bool:
 def same_value(a: str, b: str) -> bool:
     """Both state one value (folded words, a typo allowed in a long word), and neither says it is replaced."""
     ra, rb = read(a), read(b)
-    if not _strong(ra.value) or not _strong(rb.value) or len(ra.value) != len(rb.value):
+    if not strong(ra.value) or not strong(rb.value) or len(ra.value) != len(rb.value):
         return False
-    if any(_stated(ra.value, old) for old in rb.replaced) or any(_stated(rb.value, old) for old in ra.replaced):
+    if any(stated(ra.value, old) for old in rb.replaced) or any(stated(rb.value, old) for old in ra.replaced):
         return False
-    return all(_near(x, y) for x, y in zip(ra.value, rb.value))
+    return all(near(x, y) for x, y in zip(ra.value, rb.value))
 
 
 @lru_cache(maxsize=65536)
@@ -277,9 +271,9 @@ def same_marks(a: str, b: str) -> bool:
     that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
     ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
     small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
-    if not small or not all(any(_near(x, y) for y in big) for x in small):
+    if not small or not all(any(near(x, y) for y in big) for x in small):
         return False
-    extra = [y for y in big if not any(_near(x, y) for x in small)]
+    extra = [y for y in big if not any(near(x, y) for x in small)]
     # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
     # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
     return not extra or (all(_YEAR.fullmatch(y) for y in extra) and not all(_YEAR.fullmatch(x) for x in small))
@@ -296,35 +290,7 @@ def content(words: tuple[str, ...]) -> tuple[str, ...]:
                  if part and (part == w or part not in rules.STOP_WORDS))
 
 
-def _items(value: tuple[str, ...]) -> list[tuple[str, ...]]:
-    out, item = [], []
-    for w in value:
-        if w == "and":
-            out.append(tuple(item))
-            item = []
-        else:
-            item.append(w)
-    return [i for i in [*out, tuple(item)] if i]
-
-
-def _same_item(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
-    return len(x) == len(y) and all(_near(u, v) for u, v in zip(x, y))
-
-
-def item_change(a: str, b: str) -> bool:
-    """Both values are lists ("X and Y") that share an item and differ in another: one list replaced an item
-    ("Oregon Women's Correctional Center and Valley State Prison" then "Clinton Correctional Facility and Valley
-    State Prison"), so they disagree on the whole value, however alike the rest of their words. Not where both
-    texts name the same things (:func:`same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
-    trailing clause is not another."""
-    ia, ib = _items(read(a).value), _items(read(b).value)
-    if max(len(ia), len(ib)) < 2 or not any(_strong(i) for i in ia + ib):
-        return False
-    shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
-    return bool(shared) and not same_marks(a, b) and (len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib))
-
-
-def _stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
+def stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
     words = content(old)
     return bool(words) and all(among(w, value) for w in words)
 
@@ -337,72 +303,19 @@ def text_words(text: str) -> tuple[str, ...]:
 
 def among(word: str, words: tuple[str, ...]) -> bool:
     """``word`` is one of ``words``, misspelt or in the plural."""
-    return any(_near(word, v) or _plural(word, v) for v in words)
+    return any(near(word, v) or plural(word, v) for v in words)
 
 
-def _plural(x: str, y: str) -> bool:
+def plural(x: str, y: str) -> bool:
     return x.rstrip("s") == y.rstrip("s") and len(x.rstrip("s")) >= 3
 
 
-def replaces(newer: str, older: str) -> tuple[str, ...] | None:
-    """The old value ``newer`` says is replaced ("instead of Tuesdays", "Buffer Y replaces buffer X") when ``older``
-    states it and ``newer`` does not state it as its own value; None otherwise."""
-    rn = read(newer)
-    if not rn.replaced:
-        return None
-    older_words = text_words(older)
-    ro = read(older)
-    for old in rn.replaced:
-        words = content(old)
-        if not words or any(old == o for o in ro.replaced):
-            continue
-        if all(among(w, older_words) for w in words) and not _stated(rn.value, old):
-            return old
-    return None
-
-
-def shared_topic(newer: str, older: str, old_value: tuple[str, ...]) -> float:
-    """Share of ``older``'s words, its replaced value aside, that ``newer`` also has: "Deploys of the mobile app
-    happen on Tuesdays" shares half its words with "Web deploys now happen on Thursdays instead of Tuesdays"."""
-    drop = set(old_value)
-    older_words = [w for w in content(text_words(older)) if w not in drop and len(w) > 1]
-    newer_words = content(text_words(newer))
-    if not older_words:
-        return 0.0
-    return sum(any(w == v or _plural(w, v) for v in newer_words) for w in older_words) / len(older_words)
-
-
-def names_another_target(newer: str, older: str) -> bool:
-    """``newer`` says which value it replaces ("instead of Tuesdays", "replaces buffer X"), and ``older`` does not
-    state it: a decision that names what it replaces replaces that, not "Deploys of the mobile app happen on
-    Mondays" beside it."""
-    rn = read(newer)
-    return bool(rn.replaced) and bool(_NAMES_ITS_TARGET.search(newer[: rules.READ_CHARS])) and \
-        replaces(newer, older) is None
-
-
-def _strong(value: tuple[str, ...]) -> bool:
+def strong(value: tuple[str, ...]) -> bool:
     """A value that can tell two statements apart: a word of two letters or more, or a whole number."""
     return any(len(w) >= 2 and not w.isdigit() or (w.isdigit() and len(w) >= 2 and not w.startswith("0"))
                for w in value)
 
 
-def changes(newer: str) -> bool:
-    """``newer`` states a change of what held ("moves to", "from now on", "cut to 30 days")."""
-    return bool(_CHANGE.search(rules.strip_label(newer)[: rules.READ_CHARS]))
-
-
-def names_only(older: str, old_value: tuple[str, ...]) -> bool:
-    """``older`` names nothing but the value ``newer`` replaces ("We track all work in Jira." for "We stopped using
-    Jira"): a memory about that value, whatever else its words are."""
-    names = read(older).names
-    return bool(names) and all(all(among(w, old_value) for w in n) for n in names)
-
-
-def new_value(newer: str, older: str) -> bool:
-    """``newer`` states a value ``older`` does not state, and does not state ``older``'s."""
-    rn, ro = read(newer), read(older)
-    if not _strong(rn.value) or not _strong(ro.value):
-        return False
-    newer_words = text_words(newer)
-    return not _stated(newer_words, content(ro.value)) and not _stated(_words(_TOKEN.findall(older)), content(rn.value))
+def raw_words(text: str) -> tuple[str, ...]:
+    """Every word of the text as written (its kind tag too), folded."""
+    return _words(_TOKEN.findall(text))

@@ -1,0 +1,107 @@
+"""What a newer memory says changed: the old value it replaces, a change of decision, a list that lost an item.
+
+Why apart from ``subject``: that module reads who a memory is about and what value it states; this one
+compares two readings to tell whether the newer says the older no longer holds, as people say it ("now ...
+instead of ...", "X replaces Y", "we stopped ..."), with no template's words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memgraft.collab.maintain import rules, subject
+
+# a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
+_CHANGE = re.compile(r"\b(?:now|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
+                     r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
+                     r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
+                     r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
+_NAMES_ITS_TARGET = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing))\b", re.IGNORECASE)
+
+
+def _items(value: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out, item = [], []
+    for w in value:
+        if w == "and":
+            out.append(tuple(item))
+            item = []
+        else:
+            item.append(w)
+    return [i for i in [*out, tuple(item)] if i]
+
+
+def _same_item(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+    return len(x) == len(y) and all(subject.near(u, v) for u, v in zip(x, y))
+
+
+def item_change(a: str, b: str) -> bool:
+    """Both values are lists ("X and Y") that share an item and differ in another: one list replaced an item
+    ("Oregon Women's Correctional Center and Valley State Prison" then "Clinton Correctional Facility and Valley
+    State Prison"), so they disagree on the whole value, however alike the rest of their words. Not where both
+    texts name the same things (:func:`same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
+    trailing clause is not another."""
+    ia, ib = _items(subject.read(a).value), _items(subject.read(b).value)
+    if max(len(ia), len(ib)) < 2 or not any(subject.strong(i) for i in ia + ib):
+        return False
+    shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
+    lost = len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib)
+    return bool(shared) and not subject.same_marks(a, b) and lost
+
+
+def replaces(newer: str, older: str) -> tuple[str, ...] | None:
+    """The old value ``newer`` says is replaced ("instead of Tuesdays", "Buffer Y replaces buffer X") when ``older``
+    states it and ``newer`` does not state it as its own value; None otherwise."""
+    rn = subject.read(newer)
+    if not rn.replaced:
+        return None
+    older_words = subject.text_words(older)
+    ro = subject.read(older)
+    for old in rn.replaced:
+        words = subject.content(old)
+        if not words or any(old == o for o in ro.replaced):
+            continue
+        if all(subject.among(w, older_words) for w in words) and not subject.stated(rn.value, old):
+            return old
+    return None
+
+
+def shared_topic(newer: str, older: str, old_value: tuple[str, ...]) -> float:
+    """Share of ``older``'s words, its replaced value aside, that ``newer`` also has: "Deploys of the mobile app
+    happen on Tuesdays" shares half its words with "Web deploys now happen on Thursdays instead of Tuesdays"."""
+    drop = set(old_value)
+    older_words = [w for w in subject.content(subject.text_words(older)) if w not in drop and len(w) > 1]
+    newer_words = subject.content(subject.text_words(newer))
+    if not older_words:
+        return 0.0
+    return sum(any(w == v or subject.plural(w, v) for v in newer_words) for w in older_words) / len(older_words)
+
+
+def names_another_target(newer: str, older: str) -> bool:
+    """``newer`` says which value it replaces ("instead of Tuesdays", "replaces buffer X"), and ``older`` does not
+    state it: a decision that names what it replaces replaces that, not "Deploys of the mobile app happen on
+    Mondays" beside it."""
+    rn = subject.read(newer)
+    return bool(rn.replaced) and bool(_NAMES_ITS_TARGET.search(newer[: rules.READ_CHARS])) and \
+        replaces(newer, older) is None
+
+
+def changes(newer: str) -> bool:
+    """``newer`` states a change of what held ("moves to", "from now on", "cut to 30 days")."""
+    return bool(_CHANGE.search(rules.strip_label(newer)[: rules.READ_CHARS]))
+
+
+def names_only(older: str, old_value: tuple[str, ...]) -> bool:
+    """``older`` names nothing but the value ``newer`` replaces ("We track all work in Jira." for "We stopped using
+    Jira"): a memory about that value, whatever else its words are."""
+    names = subject.read(older).names
+    return bool(names) and all(all(subject.among(w, old_value) for w in n) for n in names)
+
+
+def new_value(newer: str, older: str) -> bool:
+    """``newer`` states a value ``older`` does not state, and does not state ``older``'s."""
+    rn, ro = subject.read(newer), subject.read(older)
+    if not subject.strong(rn.value) or not subject.strong(ro.value):
+        return False
+    newer_words = subject.text_words(newer)
+    return not subject.stated(newer_words, subject.content(ro.value)) and \
+        not subject.stated(subject.raw_words(older), subject.content(rn.value))
