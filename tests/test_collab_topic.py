@@ -134,3 +134,41 @@ def test_only_the_pair_judge_reads_the_counts(settings, embedder, tmp_path, monk
                         "memories": [{"memory_id": "m", "type": "individual", "author": "x", "content": "noon"}]})
     assert calls == []
     rules_cm.close()
+
+
+def test_two_questions_are_two_topics_in_a_team_of_any_size():
+    """A question is the subject and attribute of what answers it: read from the pair alone, with no counts,
+    so the first memories of a team are kept apart too; a question asked again around other words is one."""
+    assert topic.other_question(POINTS, ASSISTS)
+    assert topic.other_question("Q: When is the last time the lions made the playoffs? A: 2016",
+                                "Q: When was the last time the detroit lions swept the green bay packers? A: 2017")
+    # the same question inside a note's own words ("my sheet lists ... as"), numbers in it, a typo in it
+    sheet = 'Note: my sheet lists "Who won the grand national 1st 2nd 3rd?" as Tiger Roll, Pleasant Company.'
+    assert not topic.other_question(sheet, "Who won the grand national 1st 2nd 3rd? Tiger Roll, Magic of Light.")
+    assert not topic.other_question(POINTS, "Log: Who has scord the most points in a nba game? — Bol Manute")
+    # asked again in more words: every word of the shorter question is in the other
+    assert not topic.other_question("Record from 1960: Who has scored the most points in a nba game? Elgin Baylor.",
+                                    "Who scored the most points in one nba basketball game? Wilt Chamberlain.")
+    assert not topic.other_question(POINTS, "Record from 2030: the most points in a nba game is Bol Manute.")
+
+
+def test_a_record_on_another_question_keeps_the_current_memory_before_the_team_is_counted(default, without_topics):
+    """The team's first memories: too few to count words (``judge_topic_from``), the questions still tell."""
+    words = topic.TeamWords()  # an empty team: other_topic reads nothing
+    old, new = mem("points", "individual", POINTS), mem("assists", "team", ASSISTS, years=2)
+    assert judge(without_topics, old, new, words).action is Action.revise  # what the judge alone reads
+    j = judge(default, old, new, words)
+    assert j.action is Action.keep and "another subject" in j.reason
+    again = mem("new", "team", "Log: Who has scored the most points in a nba game? — Bol Manute", years=2)
+    assert judge(default, old, again, words).action is Action.revise
+
+
+def test_quoted_questions_are_read_as_questions():
+    """Prose quotes its question without a "?": the quote is read, a word's apostrophe inside it ("who's") is not
+    its end, and a hyphenated word is matched by its parts ("state-miami")."""
+    gold = "The answer to 'who won the most gold medals in one olympic games' changed in 2008 to Michael Phelps."
+    assert topic.other_question(gold, "The answer to 'who has the most gold medals in gymnastics' changed in 2019.")
+    assert topic.question_words("Starting in 2019: X, if you ask who's youtube channel has the most subscribers.") \
+        is None  # no quote, no "?": not read
+    score = "'what's the score of the florida state-miami game'"
+    assert not topic.other_question(f"ngl I thought {score} went to 27–10", f"52–10 answers {score} from 2020 onward")

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from memgraft.collab.bank.store import MemoryBank
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
+_ALNUM = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)  # "14th" is one word, a number's, not "th"
+# a question: from the last sentence start, colon or quote before it to its "?" ("my sheet lists "How many ...?" as 131")
+_QUESTION = re.compile(r"(?:^|[.!:;\"“”«»—–]\s*)([^.!:;?\"“”«»—–]{3,200})\?")
+# or a quoted question without its "?" ("The answer to 'who won the most gold medals' changed"): a quote that no
+# word touches from outside, to the next such quote ("who's" inside it is a word's apostrophe)
+_QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
 MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note: nothing is read from it
 
 
@@ -53,6 +59,39 @@ class TeamWords:
     def add(self, text: str) -> None:
         self.df.update(topic_words(text))
         self.n += 1
+
+
+@lru_cache(maxsize=65536)
+def question_words(text: str) -> frozenset[str] | None:
+    """The lower-case content words of the question the text answers ("Who has scored the most points in a nba
+    game? Wilt Chamberlain"; else a quoted one of three words or more: "The answer to 'who won ...' changed"),
+    None where it asks none: a question is the subject and attribute of what it answers, and the words around it
+    (a kind tag, "my sheet lists ... as") are outside it."""
+    body = rules.strip_label(text[: rules.READ_CHARS])
+    found = _QUESTION.findall(body) or [q for q in _QUOTED.findall(body) if len(q.split()) >= 3]
+    if not found:
+        return None
+    toks = [t for t in _ALNUM.findall(found[-1]) if not t[0].isupper() and not any(c.isdigit() for c in t)]
+    return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
+
+
+def other_question(a: str, b: str) -> bool:
+    """Both answer a question, and each question has a word the other text lacks (a typo or a plural allowed):
+    "most points in a nba game" and "most assists in a nba game" are two questions, whatever their answers.
+    Read from the two texts alone, so it holds in a team of any size; a question asked again in other words
+    ("Who scored the most points in one nba basketball game?") keeps every word of the shorter one."""
+    qa, qb = question_words(a), question_words(b)
+    if not qa or not qb:
+        return False
+    all_a, all_b = _with_parts(a), _with_parts(b)
+    return any(not subject.among(w, all_b) for w in qa) and any(not subject.among(w, all_a) for w in qb)
+
+
+@lru_cache(maxsize=65536)
+def _with_parts(text: str) -> tuple[str, ...]:
+    """The text's words and the parts of its hyphenated ones, as :func:`subject.content` splits them."""
+    words = subject.text_words(text[: rules.READ_CHARS])
+    return words + tuple(part for w in words if "-" in w for part in w.split("-") if part)
 
 
 def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
