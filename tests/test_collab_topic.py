@@ -170,5 +170,9 @@ def test_quoted_questions_are_read_as_questions():
     assert topic.other_question(gold, "The answer to 'who has the most gold medals in gymnastics' changed in 2019.")
     assert topic.question_words("Starting in 2019: X, if you ask who's youtube channel has the most subscribers.") \
         is None  # no quote, no "?": not read
+    # a tag question ("..., right?") is no question; the quoted one beside it is
+    assert topic.question_words("quick one: 'how many students attend school in the united states' — 76.6 million, "
+                                "right?") == {"many", "students", "attend", "school", "united", "states"}
+    assert topic.question_words("quick one: the head of the church — George VI, right?") is None
     score = "'what's the score of the florida state-miami game'"
     assert not topic.other_question(f"ngl I thought {score} went to 27–10", f"52–10 answers {score} from 2020 onward")

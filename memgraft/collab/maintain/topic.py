@@ -68,10 +68,14 @@ def question_words(text: str) -> frozenset[str] | None:
     None where it asks none: a question is the subject and attribute of what it answers, and the words around it
     (a kind tag, "my sheet lists ... as") are outside it."""
     body = rules.strip_label(text[: rules.READ_CHARS])
-    found = _QUESTION.findall(body) or [q for q in _QUOTED.findall(body) if len(q.split()) >= 3]
-    if not found:
-        return None
-    toks = [t for t in _ALNUM.findall(found[-1]) if not t[0].isupper() and not any(c.isdigit() for c in t)]
+    asked = [words for q in _QUESTION.findall(body) if len(words := _question_words(q)) >= 2]  # not "..., right?"
+    quoted = [_question_words(q) for q in _QUOTED.findall(body) if len(q.split()) >= 3]
+    found = quoted or asked  # a quoted question is marked as one: "quick one: '...' — 40, right?"
+    return found[-1] if found else None
+
+
+def _question_words(question: str) -> frozenset[str]:
+    toks = [t for t in _ALNUM.findall(question) if not t[0].isupper() and not any(c.isdigit() for c in t)]
     return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
 
 
