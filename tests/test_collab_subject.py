@@ -84,6 +84,11 @@ def test_a_slip_is_one_letter_inside_a_short_word_not_another_name(a, b):
      "14 answers 'how many seasons of the office are there', per the archive."),
     ("can confirm Ada Lovelace on 'who wrote the first published program'",
      "The records give Ada Lovelace for who wrote the first published program, unless something changed."),
+    # the writer's "I'd" names no one, and a word one text writes in lower case opens the other's sentence
+    ("I'd go with Croatia for 'who did france play in the world cup finals' tbh",
+     "Croatia answers 'who did france play in the world cup finals' from 2018 onward."),
+    ("I'd go with Roger Federer for considered the best tennis player of all time tbh",
+     "Considered the best tennis player of all time passed to Roger Federer in 2012."),
 ])
 def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(default, old, new):
     """Prose puts the value first or in the middle, where the value reader finds none; the judge read such

@@ -64,6 +64,7 @@ _REPLACED_BY = re.compile(r"(?:^|[.;,!?:]\s+)(?P<old>[^.;,!?:]{1,80}?)\s+(?:is|a
 _HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)\s*[.!]?$",
                     re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|2[01]\d{2}")
+_PRONOUN_I = re.compile(r"I(?:['’](?:d|m|ve|ll))?$")  # "I", "I'd", "I'm": the writer, not a name
 NEAR = 0.8  # spelling similarity at which two name words are one name (a typo, a dropped accent)
 
 
@@ -254,13 +255,18 @@ def _marks(text: str) -> frozenset[str]:
     body = _HEDGE.sub("", rules.strip_label(text).strip())
     out = set()
     for tok in _TOKEN.findall(body):
-        if not _is_word(tok) or tok == "I":
+        if not _is_word(tok) or _PRONOUN_I.match(tok):
             continue
         word = fold(tok)
         if any(c.isdigit() for c in tok) or (tok[:1].isupper() and word not in _NOT_NAMES and
                                              word.rstrip("s") not in _MONTHS and word not in _JOINERS):
             out.add(word)
     return frozenset(out)
+
+
+@lru_cache(maxsize=65536)
+def _lower_words(text: str) -> frozenset[str]:
+    return frozenset(fold(t) for t in _TOKEN.findall(text) if _is_word(t) and t[:1].islower())
 
 
 def same_marks(a: str, b: str) -> bool:
@@ -270,6 +276,9 @@ def same_marks(a: str, b: str) -> bool:
     prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"), and a list
     that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
     ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
+    # a word either text writes in lower case is no name ("Considered the best tennis player ..." opens a sentence)
+    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
+    ma, mb = ma - common, mb - common
     small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
     if not small or not all(any(near(x, y) for y in big) for x in small):
         return False
