@@ -272,16 +272,14 @@ class JudgePolicy:
         return values.list_change(a, b) or change.item_change(a, b)
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
-        """Neither states a change, and the two answer two questions (:func:`~memgraft.collab.maintain.topic.
-        other_question`, read from the pair alone), or neither names a subject and the team's words say two
-        topics (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most
-        assists". ``topic_from`` 0 reads neither."""
+        """Neither states a change, and the two answer two lower-case questions (:func:`~memgraft.collab.
+        maintain.topic.other_question`, read from the pair alone), or neither names a subject and the team's
+        words say two topics (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game"
+        is not "most assists". ``topic_from`` 0 reads neither."""
         if not self.topic_from or change.changes(b):
             return False
-        if topic.other_question(a, b):
-            return True
-        return target.words is not None and subject.same_subject(a, b) is None and \
-            topic.other_topic(a, b, target.words, self.topic_from)
+        return topic.other_question(a, b) or (target.words is not None and subject.same_subject(a, b) is None
+                                              and topic.other_topic(a, b, target.words, self.topic_from))
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]

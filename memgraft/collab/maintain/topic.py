@@ -75,20 +75,27 @@ def question_words(text: str) -> frozenset[str] | None:
 
 
 def _question_words(question: str) -> frozenset[str]:
-    toks = [t for t in _ALNUM.findall(question) if not t[0].isupper() and not any(c.isdigit() for c in t)]
+    """A lower-case question's content words; none where it names its subject (a capital past its first word:
+    "the Italian city Florence was ..."), which :mod:`subject` reads, and which is asked in many words."""
+    toks = _ALNUM.findall(question)
+    if any(t[0].isupper() for t in toks[1:]):
+        return frozenset()
+    toks = [t for t in toks if not t[0].isupper() and not any(c.isdigit() for c in t)]
     return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
 
 
 def other_question(a: str, b: str) -> bool:
-    """Both answer a question, and each question has a word the other text lacks (a typo or a plural allowed):
-    "most points in a nba game" and "most assists in a nba game" are two questions, whatever their answers.
-    Read from the two texts alone, so it holds in a team of any size; a question asked again in other words
-    ("Who scored the most points in one nba basketball game?") keeps every word of the shorter one."""
+    """The two answer two questions: each question has a word the other text lacks (a typo, a plural, a hyphen's
+    parts allowed), or, where only one text asks, two of its words are missing from the other: "most points in a
+    nba game" and "most assists in a nba game" are two questions, whatever their answers. Read from the two texts
+    alone, so it holds in a team of any size; a question asked again in other words ("Who scored the most points in
+    one nba basketball game?") keeps every word of the shorter one, and a statement of it every word but one."""
     qa, qb = question_words(a), question_words(b)
-    if not qa or not qb:
-        return False
-    all_a, all_b = _with_parts(a), _with_parts(b)
-    return any(not subject.among(w, all_b) for w in qa) and any(not subject.among(w, all_a) for w in qb)
+    miss_a = [w for w in qa or () if not subject.among(w, _with_parts(b))]
+    miss_b = [w for w in qb or () if not subject.among(w, _with_parts(a))]
+    if qa and qb:
+        return bool(miss_a) and bool(miss_b)
+    return len(miss_a) >= 2 or len(miss_b) >= 2
 
 
 @lru_cache(maxsize=65536)
