@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from memgraft.collab.bank.store import MemoryBank
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
+# the words a question opens with: a quote is read as a question only when it opens so
+_ASKING = frozenset("who whom whose what which when where why how who's what's when's where's how's is are was were "
+                    "do does did can could will would has have had should".split())
 _ALNUM = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)  # "14th" is one word, a number's, not "th"
 # a question: from the last sentence start, colon or quote before it to its "?" ("my sheet lists "How many ...?" as 131")
 _QUESTION = re.compile(r"(?:^|[.!:;\"“”«»—–]\s*)([^.!:;?\"“”«»—–]{3,200})\?")
@@ -64,12 +67,14 @@ class TeamWords:
 @lru_cache(maxsize=65536)
 def question_words(text: str) -> frozenset[str] | None:
     """The lower-case content words of the question the text answers ("Who has scored the most points in a nba
-    game? Wilt Chamberlain"; else a quoted one of three words or more: "The answer to 'who won ...' changed"),
+    game? Wilt Chamberlain"; else a quoted one of three words or more that opens as a question does: "The answer
+    to 'who won ...' changed"),
     None where it asks none: a question is the subject and attribute of what it answers, and the words around it
     (a kind tag, "my sheet lists ... as") are outside it."""
     body = rules.strip_label(text[: rules.READ_CHARS])
     asked = [words for q in _QUESTION.findall(body) if len(words := _question_words(q)) >= 2]  # not "..., right?"
-    quoted = [_question_words(q) for q in _QUOTED.findall(body) if len(q.split()) >= 3]
+    quoted = [_question_words(q) for q in _QUOTED.findall(body)
+              if len(q.split()) >= 3 and q.split()[0].lower().replace("’", "'") in _ASKING]
     found = quoted or asked  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
 
