@@ -1,7 +1,7 @@
 """The LLM-free graph build on MuSiQue: end to end on Ray against its bare stages, in one run.
 
     python bench/build_graphs.py --corpus ../shared/data/musique/musique_train_corpus.json \\
-        --questions ../shared/data/musique/musique_train.json [--limit N] [--out DIR] [--set k=v ...]
+        --questions ../shared/data/musique/musique_train.json [--limit N] [--out DIR] [--set k=v ...] [--recall-only]
 
 1. The pipeline (``pipelines.build_graphs.run_build``) on a local Ray started
    beforehand (its start-up is reported apart), which it may stop once the rest runs
@@ -19,7 +19,9 @@
    The same sampling counts the CPU this run used per phase against what the
    rest of the machine used, so a figure taken under someone else's load shows it.
 4. Recall@2/@5 of MuSiQue's supporting passages for dense chunk search and for
-   entity-to-chunk graph retrieval over the graph just built.
+   entity-to-chunk graph retrieval over the graph just built (with ``--limit``, over
+   the questions whose passages the slice holds), and the graph's entity counts.
+   ``--recall-only`` skips 2 and 3: the figures that compare extraction settings.
 
 The machine is noisy, which is why every figure comes from the same run, why
 the CPU other processes use is reported beside each figure (``--wait-quiet``
@@ -43,7 +45,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.build_graphs_tables import print_tables  # noqa: E402
+from bench.build_graphs_tables import print_recall, print_tables  # noqa: E402
 from bench.sampling import NOISE_LIMIT, ProcessSampler, driver_peak_mb, timed, wait_quiet  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -185,15 +187,18 @@ def run_recall(settings: Any, embedder: Any, graph_dir: Path, questions_path: Pa
     from memgraft.graph.folder import GraphFolder
     from memgraft.graph.store import GraphStore
 
-    questions = load_questions(questions_path)
+    asked = load_questions(questions_path)
     ids = PassageIds.from_corpus(corpus)
     store = GraphStore.load(str(graph_dir), embedder)
     in_graph = set(GraphFolder(str(graph_dir)).read_table("chunks", ["doc_id"]).column("doc_id").to_pylist())
-    gold = [ids.gold(q) for q in questions]
+    # a slice (--limit) scores only the questions it holds every supporting passage of: the others' recall
+    # would measure the slice, not the retriever (the whole corpus holds them all)
+    pairs = [(q, g) for q, g in ((q, ids.gold(q)) for q in asked) if all(d in in_graph for d in g)]
+    questions, gold = [q for q, _ in pairs], [g for _, g in pairs]
     vecs = embedder.encode([q.question for q in questions])
     out = evaluate_retrieval(store, questions, ids, ks=ks, top_entities=settings.hgmem.top_entities, query_vectors=vecs)
     return {
-        "questions": len(questions), "gold_passages": sum(map(len, gold)),
+        "questions": len(questions), "questions_left_out": len(asked) - len(questions), "gold_passages": sum(map(len, gold)),
         "gold_in_graph": sum(d in in_graph for g in gold for d in g), "top_entities": settings.hgmem.top_entities,
         "retrievers": out, "entities": entity_counts(graph_dir),
         "noun_chunk_filter": settings.extraction.noun_chunk_filter if settings.extraction.noun_chunks else "no noun chunks",
@@ -210,6 +215,23 @@ def entity_counts(graph_dir: Path) -> dict[str, int]:
     concepts = [n for n, t in zip(names, types) if t == "concept"]
     return {"all": len(names), "named": len(names) - len(concepts), "concepts": len(concepts),
             "one_lower_case_word_concepts": sum(len(n.split()) == 1 and n.islower() for n in concepts)}
+
+
+def recall_only(settings: Any, args: Any, graph_dir: Path, out: Path, pipeline: dict[str, Any],
+                sampler: ProcessSampler) -> dict[str, Any]:
+    """--recall-only: the graph's recall and entity counts, without the bare stages (half the run's time)."""
+    from memgraft.models.embedder import load_embedder
+
+    sampler.set_phase("recall")
+    recall = run_recall(settings, load_embedder(settings), graph_dir, args.questions, args.corpus, (2, 5))
+    sampler.stop()
+    pipeline.pop("ray_stats", None)
+    result = {"corpus": str(args.corpus), "corpus_name": args.corpus.name, "limit": args.limit,
+              "overrides": args.overrides, "pipeline": pipeline, "recall": recall}
+    print_recall(result)
+    (out / "bench_build_graphs.json").write_text(json.dumps(result, indent=2, default=str))
+    print(f"\nfigures written to {out / 'bench_build_graphs.json'}")
+    return result
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -229,6 +251,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="first wait up to this long for the rest of the machine to go idle (shared machines)")
     parser.add_argument("--ray-stats", action="store_true", help="also print Ray Data's stats of each dataset the build runs")
+    parser.add_argument("--recall-only", action="store_true",
+                        help="build, then only recall and entity counts: no bare stages, no efficiency ratios "
+                             "(to compare extraction settings, e.g. --set extraction.noun_chunk_filter=..., on busy cores)")
     args = parser.parse_args(argv)
 
     from memgraft.config import load_settings
@@ -259,6 +284,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sampler.set_phase("ray_shutdown")
     ray.shutdown()  # the bare stages run alone
 
+    if args.recall_only:
+        return recall_only(settings, args, graph_dir, out, pipeline, sampler)
     sampler.set_phase("bare")
     bare = run_bare(settings, corpus, graph_dir, args.bare_threads)
     sampler.set_phase("recall")

@@ -70,9 +70,22 @@ def print_tables(result: dict[str, Any]) -> None:
               f"{m['interval_s']} s; peaks of each column are taken apart, so they need not add up")
 
     con.print(cpu_table(result["cpu"]))
+    print_recall(result, con)
 
+
+def print_recall(result: dict[str, Any], con: Any = None) -> None:
+    """The recall table and the graph's entity counts (all that --recall-only prints, after the build's line)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = con or Console(width=130)
+    p, r = result["pipeline"], result["recall"]
+    if "cpu" not in result:  # --recall-only: the build's own line, which the stage table holds otherwise
+        con.print(f"graph build on {result['corpus_name']}: {p['docs']} docs, {p['chunks']} chunks, "
+                  f"{p['counts']['entities']:,} entities, {p['counts']['relations']:,} relations in {p['seconds']:.0f} s")
+    left = f"; {r['questions_left_out']} left out, not all their passages in the slice" if r.get("questions_left_out") else ""
     rt = Table(title=f"MuSiQue supporting-passage recall, {r['questions']} questions, {r['gold_passages']} gold passages "
-                     f"({r['gold_in_graph']} in the graph)")
+                     f"({r['gold_in_graph']} in the graph{left})")
     ks = [k for k in next(iter(r["retrievers"].values())) if k.startswith("recall@")]
     rt.add_column("retriever")
     for k in ks:

@@ -74,8 +74,10 @@ class ExtractionSettings(_Section):
     noun_chunks: bool = True
     # Which noun chunks become concepts: "none" keeps every one; "single_common" drops a chunk that is one
     # lower-case common noun ("behalf", "time", "upheaval"), keeping multi-word chunks, proper nouns and
-    # named entities.
-    noun_chunk_filter: Literal["none", "single_common"] = "none"
+    # named entities. The default by `make bench` on MuSiQue: graph recall@5 a tie (0.651 against 0.628 on
+    # the first 1,000 passages, 0.607 against 0.613 on all), 95% fewer one-word concepts, a third fewer
+    # relations (README, "Index documents").
+    noun_chunk_filter: Literal["none", "single_common"] = "single_common"
     max_entities_per_sentence: int = 8
     max_description_parts: int = 5
     min_entity_chars: int = 2

@@ -15,6 +15,7 @@ not processed again) and questions already answered are not asked again.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -100,6 +101,10 @@ def show_retrieval(store: GraphStore, question: str, k_entities: int = 8, k_chun
     console.print(chunks)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def show_answer(row: dict) -> None:
     from memgraft.hgmem.memory import HypergraphMemory
 
@@ -121,7 +126,7 @@ def show_answer(row: dict) -> None:
     for p in memory.active_points():
         names = ", ".join(v.name for v in memory.vertices_of(p.point_id))
         extra = f" (merged from {', '.join(p.merged_from)})" if p.merged_from else ""
-        sources = f"{len(p.chunk_ids)} chunks" + (f", {len(p.relation_ids)} relations" if p.relation_ids else "")
+        sources = _count(len(p.chunk_ids), "chunk") + (f", {_count(len(p.relation_ids), 'relation')}" if p.relation_ids else "")
         table.add_row(p.point_id + extra, p.description, names, sources)
     console.print(table if memory.active_points() else "[dim](memory stayed empty)[/]")
 
@@ -138,6 +143,9 @@ def main(
     verbose: bool = typer.Option(False, "--verbose", help="Ray's, Ray Data's and the models' own INFO logs too"),
 ) -> None:
     configure_output(verbose)
+    # Ray starts its workers at niceness 15, so on a shared machine anyone's job starves the demo's LLM actor
+    # (on 2 cores loaded to 5-20, one round of SmolLM2 took 62-705 s): the demo is the foreground job
+    os.environ.setdefault("RAY_worker_niceness", "0")
     started = time.perf_counter()
     settings = load_settings(profile)
     docs, kept = corpus_slice(corpus, passages, Path(output).parent)
@@ -152,7 +160,8 @@ def main(
         show_retrieval(store, first)
         parts.append(("retrieval for one question", time.perf_counter() - t, "load the graph, top entities and chunks"))
         console.print(f"\nAnswering {ask} question{'s' if ask != 1 else ''} with {method} on {settings.models.llm} "
-                      f"({settings.hgmem.max_step + 1} rounds; on a 2-core CPU about five minutes each)…")
+                      f"({settings.hgmem.max_step + 1} rounds, each printed as it ends; a few minutes a question "
+                      f"on 2 quiet cores)…")
         t = time.perf_counter()
         summary = run_answers(settings, output, questions, answers, method, limit=ask)
         console.print(summary)

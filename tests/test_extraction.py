@@ -25,12 +25,15 @@ def test_named_entities_types_and_shared_sentence_relations(extractor):
     assert frozenset(("Marie Curie", "Pierre Curie")) not in pairs  # different sentences
 
 
-def test_noun_chunks_become_concepts_without_determiners(extractor):
-    [ex] = extractor.extract(["The engineers repaired the old bridge near the river."])
+def test_noun_chunks_become_concepts_without_determiners(settings):
+    unfiltered = SpacyExtractor(settings.extraction.model_copy(update={"noun_chunk_filter": "none"}),
+                                settings.models.spacy_model)
+    [ex] = unfiltered.extract(["The engineers repaired the old bridge near the river."])
     assert {e.name: e.type for e in ex.entities} == {"engineers": "concept", "old bridge": "concept", "river": "concept"}
 
 
 def test_single_common_noun_concepts_can_be_dropped(settings):
+    assert settings.extraction.noun_chunk_filter == "single_common"  # the default, chosen by `make bench`
     kept = SpacyExtractor(settings.extraction.model_copy(update={"noun_chunk_filter": "none"}),
                           settings.models.spacy_model)
     filtered = SpacyExtractor(settings.extraction.model_copy(update={"noun_chunk_filter": "single_common"}),
