@@ -174,5 +174,8 @@ def test_quoted_questions_are_read_as_questions():
     assert topic.question_words("quick one: 'how many students attend school in the united states' — 76.6 million, "
                                 "right?") == {"many", "students", "attend", "school", "united", "states"}
     assert topic.question_words("quick one: the head of the church — George VI, right?") is None
+    # a statement with a "?" is no question to hold another text to ("To present, ... has been home for ...?")
+    assert not topic.other_question("Checked again: To present, usl league one has been home for richmond kickers? "
+                                    "third division", "The league of Rchmond Kickers is USL League One.")
     score = "'what's the score of the florida state-miami game'"
     assert not topic.other_question(f"ngl I thought {score} went to 27–10", f"52–10 answers {score} from 2020 onward")

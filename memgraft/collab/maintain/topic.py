@@ -64,19 +64,29 @@ class TeamWords:
         self.n += 1
 
 
-@lru_cache(maxsize=65536)
 def question_words(text: str) -> frozenset[str] | None:
     """The lower-case content words of the question the text answers ("Who has scored the most points in a nba
     game? Wilt Chamberlain"; else a quoted one of three words or more that opens as a question does: "The answer
-    to 'who won ...' changed"),
-    None where it asks none: a question is the subject and attribute of what it answers, and the words around it
-    (a kind tag, "my sheet lists ... as") are outside it."""
+    to 'who won ...' changed"), None where it asks none: a question is the subject and attribute of what it
+    answers, and the words around it (a kind tag, "my sheet lists ... as") are outside it."""
+    found = _question(text)
+    return found[0] if found else None
+
+
+@lru_cache(maxsize=65536)
+def _question(text: str) -> tuple[frozenset[str], bool] | None:
+    """The question's words, and whether it opens as a question does (who, what, how, is, does ...)."""
     body = rules.strip_label(text[: rules.READ_CHARS])
-    asked = [words for q in _QUESTION.findall(body) if len(words := _question_words(q)) >= 2]  # not "..., right?"
-    quoted = [_question_words(q) for q in _QUOTED.findall(body)
-              if len(q.split()) >= 3 and q.split()[0].lower().replace("’", "'") in _ASKING]
+    asked = [(words, _opens(q)) for q in _QUESTION.findall(body)
+             if len(words := _question_words(q)) >= 2]  # not "..., right?"
+    quoted = [(_question_words(q), True) for q in _QUOTED.findall(body) if len(q.split()) >= 3 and _opens(q)]
     found = quoted or asked  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
+
+
+def _opens(question: str) -> bool:
+    words = question.split()
+    return bool(words) and words[0].lower().replace("’", "'") in _ASKING
 
 
 def _question_words(question: str) -> frozenset[str]:
@@ -91,16 +101,18 @@ def _question_words(question: str) -> frozenset[str]:
 
 def other_question(a: str, b: str) -> bool:
     """The two answer two questions: each question has a word the other text lacks (a typo, a plural, a hyphen's
-    parts allowed), or, where only one text asks, two of its words are missing from the other: "most points in a
-    nba game" and "most assists in a nba game" are two questions, whatever their answers. Read from the two texts
-    alone, so it holds in a team of any size; a question asked again in other words ("Who scored the most points in
-    one nba basketball game?") keeps every word of the shorter one, and a statement of it every word but one."""
-    qa, qb = question_words(a), question_words(b)
-    miss_a = [w for w in qa or () if not subject.among(w, _with_parts(b))]
-    miss_b = [w for w in qb or () if not subject.among(w, _with_parts(a))]
-    if qa and qb:
+    parts allowed), or, where only one text asks and its question opens as one ("who ...", "how many ..."), two
+    of its words are missing from the other: "most points in a nba game" and "most assists in a nba game" are two
+    questions, whatever their answers. Read from the two texts alone, so it holds in a team of any size; a question
+    asked again in other words ("Who scored the most points in one nba basketball game?") keeps every word of the
+    shorter one, and a statement of it every word but one."""
+    qa, qb = _question(a), _question(b)
+    miss_a = [w for w in (qa[0] if qa else ()) if not subject.among(w, _with_parts(b))]
+    miss_b = [w for w in (qb[0] if qb else ()) if not subject.among(w, _with_parts(a))]
+    if qa and qb and qa[0] and qb[0]:
         return bool(miss_a) and bool(miss_b)
-    return len(miss_a) >= 2 or len(miss_b) >= 2
+    # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
+    return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
 
 
 @lru_cache(maxsize=65536)
