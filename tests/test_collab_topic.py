@@ -12,7 +12,7 @@ from memgraft.collab.api import CollabMemory
 from memgraft.collab.maintain import topic
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
-from memgraft.collab.types import Action
+from memgraft.collab.types import Action, Relation
 from tests.collab_bank_helpers import mem
 
 # A team's other questions, in several wordings each: their topic words recur in their own memories, the wording's
@@ -179,3 +179,15 @@ def test_quoted_questions_are_read_as_questions():
                                     "third division", "The league of Rchmond Kickers is USL League One.")
     score = "'what's the score of the florida state-miami game'"
     assert not topic.other_question(f"ngl I thought {score} went to 27–10", f"52–10 answers {score} from 2020 onward")
+
+
+def test_a_change_stated_on_another_question_keeps_the_current_memory(default, without_topics):
+    """'changed' in a record on another question changes that question, not this one (SituatedQA dev prose)."""
+    words = topic.TeamWords()
+    old = mem("games", "team", "The answer to 'who won the most gold medals in one olympic games' changed in 2008 "
+                               "to Michael Phelps.")
+    new = mem("gym", "team", "The answer to 'who has the most gold medals in gymnastics' changed in 2019 to Simone "
+                             "Biles.", years=1)
+    assert judge(without_topics, old, new, words).action is Action.revise  # what the judge alone reads
+    j = judge(default, old, new, words)
+    assert j.action is Action.keep and j.relation is not Relation.contradiction

@@ -272,14 +272,16 @@ class JudgePolicy:
         return values.list_change(a, b) or change.item_change(a, b)
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
-        """Neither states a change, and the two answer two lower-case questions (:func:`~memgraft.collab.
-        maintain.topic.other_question`, read from the pair alone), or neither names a subject and the team's
-        words say two topics (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game"
-        is not "most assists". ``topic_from`` 0 reads neither."""
-        if not self.topic_from or change.changes(b):
+        """The two answer two lower-case questions (:func:`~memgraft.collab.maintain.topic.other_question`, read
+        from the pair alone), or neither names a subject nor states a change and the team's words say two topics
+        (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists".
+        ``topic_from`` 0 reads neither."""
+        if not self.topic_from:
             return False
-        return topic.other_question(a, b) or (target.words is not None and subject.same_subject(a, b) is None
-                                              and topic.other_topic(a, b, target.words, self.topic_from))
+        if topic.other_question(a, b):  # a change stated on another question changes that one ("The answer to
+            return True                 # 'who won ...' changed in 2008 to ...")
+        return target.words is not None and subject.same_subject(a, b) is None and not change.changes(b) and \
+            topic.other_topic(a, b, target.words, self.topic_from)
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]
