@@ -178,6 +178,10 @@ class HiCoMERSettings(_Section):
     # doubt). It costs ~0.1-0.3 s a pair on 2 cores: a group of 64 long notes had 128 pairs in doubt, 40 s of its
     # write; the rest keep the judge's own reading.
     judge_encoder_max_pairs: int = Field(0, ge=0)
+    # The encoder's inference dtype: bfloat16 read 128 pairs of long notes 2x faster than float32 on a CPU with
+    # avx512_bf16 (probabilities within 5e-3), and would be far slower on one without it. auto: the embedder's
+    # measured choice for the encoder's base model on this CPU (memgraft.collab.maintain.pair_encoder.inference_dtype).
+    judge_encoder_dtype: Literal["float32", "bfloat16", "auto"] = "float32"
     # H_t: besides the group query's top history_top_k, each new memory's own nearest valid memories.
     # A group of many subjects' records (real streams) has a mean vector near none of them.
     history_per_memory: int = Field(5, ge=0)

@@ -30,6 +30,7 @@ class EmbedderDeployment:
         batching.configure(self._encode_batch)
         batching.configure(self._pairs_batch)
         self._pairs, self._pairs_path = None, settings.hicomer.judge_encoder or "bundled"
+        self._pairs_dtype, self._cache_path = settings.hicomer.judge_encoder_dtype, settings.cache_path
 
     def info(self) -> dict:
         return {"name": self.embedder.name, "dim": int(self.embedder.dim)}
@@ -53,9 +54,9 @@ class EmbedderDeployment:
 
     def _pair_encoder(self):
         if self._pairs is None:
-            from memgraft.collab.maintain.pair_encoder import load_pair_encoder
+            from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder
 
-            self._pairs = load_pair_encoder(self._pairs_path)
+            self._pairs = load_pair_encoder(self._pairs_path, inference_dtype(self._pairs_dtype, self._cache_path))
         return self._pairs
 
     async def encode(self, texts: list[str]) -> np.ndarray:

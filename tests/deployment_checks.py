@@ -71,7 +71,7 @@ def llm() -> None:
 
 def pairs() -> None:
     """The embedder deployment's pair_probabilities: two callers in one batch, each its own rows, as the encoder."""
-    from memgraft.collab.maintain.pair_encoder import load_pair_encoder
+    from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder
     from serving.embedder import EmbedderDeployment
 
     settings = load_settings("local")
@@ -84,7 +84,9 @@ def pairs() -> None:
                                     deployment.pair_probabilities(a[2:], b[2:]))
 
     first, second = asyncio.run(run())
-    expected = load_pair_encoder(settings.hicomer.judge_encoder).probabilities(a, b)
+    h = settings.hicomer
+    encoder = load_pair_encoder(h.judge_encoder, inference_dtype(h.judge_encoder_dtype, settings.cache_path))
+    expected = encoder.probabilities(a, b)
     assert first.shape == (2, 3) and second.shape == (1, 3)
     assert np.allclose(np.vstack([first, second]), expected, atol=1e-5)
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from memgraft.collab.maintain.judge import JudgePolicy
-from memgraft.collab.maintain.pair_encoder import load_pair_encoder
+from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder
 
 A = ["Team decision: the database migration tool is Flyway from now on.", "Lab meeting moves to Thursdays."]
 B = ["Log: today's build used Liquibase as the database migration tool.", "The lab meeting is on Tuesdays."]
@@ -66,3 +66,22 @@ def test_the_second_opinion_reads_at_most_max_pairs_the_most_doubtful_first(sett
     every = CountingEncoder()
     JudgePolicy.from_settings(None, settings.hicomer, second=every).blend(texts, texts, probs)
     assert settings.hicomer.judge_encoder_max_pairs == 0 and every.asked == ["t1", "t2", "t3", "t4"]
+
+
+def test_bf16_inference_is_a_second_instance_close_to_fp32_and_leaves_fp32_unchanged():
+    """``hicomer.judge_encoder_dtype=bfloat16``: its own cached instance (the fp32 one keeps its exact fold),
+    probabilities near fp32's and the same reading of each pair."""
+    exact = load_pair_encoder("bundled")
+    before = exact.probabilities(A, B)
+    half = load_pair_encoder("bundled", "bfloat16")
+    assert half is not exact and load_pair_encoder("bundled", "bfloat16") is half
+    p = half.probabilities(A, B)
+    assert p.dtype == np.float32 and np.allclose(p.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(p, before, atol=2e-2)
+    assert (p.argmax(1) == before.argmax(1)).all()
+    np.testing.assert_allclose(exact.probabilities(A, B), before, atol=1e-6)
+
+
+def test_an_explicit_dtype_is_never_probed(tmp_path):
+    assert inference_dtype("float32", tmp_path) == "float32" and inference_dtype("bfloat16", tmp_path) == "bfloat16"
+    assert not any(tmp_path.iterdir())  # no probe ran, nothing cached

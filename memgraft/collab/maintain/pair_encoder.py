@@ -48,6 +48,8 @@ class EncoderConfig:
 class PairEncoder(nn.Module):
     """The base encoder with LoRA adapters and a 3-way head over the mean-pooled pair."""
 
+    inference_dtype: str = "float32"  # the folded encoder's dtype (training always runs fp32)
+
     def __init__(self, config: EncoderConfig = EncoderConfig()):
         super().__init__()
         from peft import LoraConfig, get_peft_model
@@ -69,22 +71,24 @@ class PairEncoder(nn.Module):
         batch = self.tokenizer(list(a), list(b), truncation=True, max_length=self.config.max_length, padding=True,
                                return_tensors="pt")
         encoder = self.encoder if self.training else self._merged()
-        hidden = encoder(**batch).last_hidden_state
+        hidden = encoder(**batch).last_hidden_state.float()  # pooled and read by the head in fp32
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         return self.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0))
 
     def _merged(self) -> nn.Module:
         """The encoder with its adapters folded into the base weights, for inference: the same outputs (to
         ~1e-8) at about 0.8 of the time, since each layer is one matmul, not a base and a low-rank one.
-        Kept outside the module's state (a copy, remade after any training or loaded state)."""
+        Kept outside the module's state (a copy, remade after any training or loaded state), in
+        ``inference_dtype`` (bf16 halves the time on a CPU with avx512_bf16/AMX, probabilities within ~5e-3)."""
         held = self.__dict__.get("_folded")
-        if held is None or held[0] != self._version():
+        key = (self._version(), self.inference_dtype)
+        if held is None or held[0] != key:
             import copy
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 folded = copy.deepcopy(self.encoder).merge_and_unload().eval()
-            held = self.__dict__["_folded"] = (self._version(), folded)
+            held = self.__dict__["_folded"] = (key, folded.to(getattr(torch, self.inference_dtype)))
         return held[1]
 
     def _version(self) -> tuple[int, ...]:
@@ -136,23 +140,43 @@ def save_pair_encoder(model: PairEncoder, path: str | Path, metrics: dict | None
     return save_weights(path, FORMAT, asdict(model.config), model.trainable_state(), metrics)
 
 
-def load_pair_encoder(path: str | Path = "bundled") -> PairEncoder:
+def inference_dtype(requested: str, cache_path: Path, base: str = EncoderConfig.embedder) -> str:
+    """``hicomer.judge_encoder_dtype``: ``auto`` is the measured choice for the encoder's base model on this CPU
+    (the embedder's probe, cached: the same model and matmuls), fp32 where a GPU holds the embedder (this
+    encoder stays on the CPU, which the GPU's choice says nothing about)."""
+    if requested != "auto":
+        return requested
+    if torch.cuda.is_available():
+        return "float32"
+    from memgraft.models.dtype import probe_sentence_transformer, resolve_dtype
+    from memgraft.models.registry import resolve
+
+    def probe():
+        from sentence_transformers import SentenceTransformer
+
+        return probe_sentence_transformer(SentenceTransformer(resolve(base), device="cpu"))
+
+    return resolve_dtype("auto", model=base, cache_path=cache_path, probe=probe)
+
+
+def load_pair_encoder(path: str | Path = "bundled", dtype: str = "float32") -> PairEncoder:
     """A saved pair encoder (``"bundled"``: the shipped one); adapters and head only, no pickled code.
-    One instance per file and version of it in a process: it is read-only, and every policy the
-    service, the ingest worker or a test builds would otherwise load the same weights again."""
+    One instance per file, version of it and inference ``dtype`` in a process: it is read-only, and every
+    policy the service, the ingest worker or a test builds would otherwise load the same weights again."""
     p = weights_path(path, BUNDLED, "pair encoder")
     stat = p.stat()
-    return _load(str(p.resolve()), stat.st_mtime_ns, stat.st_size)
+    return _load(str(p.resolve()), stat.st_mtime_ns, stat.st_size, dtype)
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, mtime_ns: int, size: int) -> PairEncoder:
+def _load(path: str, mtime_ns: int, size: int, dtype: str = "float32") -> PairEncoder:
     blob = read_weights(Path(path), FORMAT)
     model = PairEncoder(EncoderConfig(**blob["config"]))
     missing = set(model.trainable_state()) - set(blob["state"])
     if missing:
         raise ValueError(f"{path} lacks {len(missing)} adapter tensors (e.g. {sorted(missing)[0]}): not made for this base")
     model.load_state_dict(blob["state"], strict=False)
+    model.inference_dtype = dtype
     return model.eval()
 
 

@@ -214,9 +214,9 @@ def make_policy(settings: "Settings", *, kind: str | None = None, llm: LLM | Non
         h = settings.hicomer
         second = None
         if h.judge_encoder and second_opinion:
-            from memgraft.collab.maintain.pair_encoder import load_pair_encoder
+            from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder
 
-            second = load_pair_encoder(h.judge_encoder)
+            second = load_pair_encoder(h.judge_encoder, inference_dtype(h.judge_encoder_dtype, settings.cache_path))
         return JudgePolicy.from_settings(judge, h, embedder=embedder, second=second)
     if kind == "llm":
         if llm is None:
