@@ -199,8 +199,8 @@ class HiCoMERSettings(_Section):
     judge_subject_first: bool = True
     # where neither memory names a subject, a pair each of whose texts has a word the other lacks, rarer in the team
     # than every word they share, is on two topics and never supersedes (memgraft.collab.maintain.topic); read from
-    # this many team memories on; and at any size, two memories answering two questions (each question has a word
-    # the other text lacks) never supersede each other (0: neither)
+    # this many team memories on; and at any size, two memories answering two lower-case questions (a "?" or a
+    # quoted question; each has a word the other text lacks) never supersede each other (0: neither)
     judge_topic_from: int = Field(50, ge=0)
     # S_val at search: "state" (the maintained validity flag as ±validity_state_logit), "none" (S_final = S_sem:
     # HiCoMER without the validity score), or a scorer file from `make train-retriever`.
