@@ -102,8 +102,9 @@ class HGMemScript:
                 out = {"updates": [], "inserts": [{"description": f"{names[0]} relates to {names[1]}.",
                                                    "entities": names[:2]}]}
             elif "[p3]" not in memory and "[p2]" not in memory:
+                pair = names[1:3] if len(names) >= 3 else names[-2:]  # a small (degraded) graph may show two
                 out = {"updates": [{"point_id": "p1", "description": "Refined first fact.", "entities": names[:1]}],
-                       "inserts": [{"description": f"{names[1]} and {names[2]} are linked.", "entities": names[1:3]}]}
+                       "inserts": [{"description": f"{pair[0]} and {pair[-1]} are linked.", "entities": pair}]}
             else:
                 out = {"updates": [], "inserts": [{"description": "A fact found by exploring.", "entities": names[:2]}]}
             if title == "InsertOnly":
