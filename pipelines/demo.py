@@ -160,7 +160,7 @@ def main(
         show_retrieval(store, first)
         parts.append(("retrieval for one question", time.perf_counter() - t, "load the graph, top entities and chunks"))
         console.print(f"\nAnswering {ask} question{'s' if ask != 1 else ''} with {method} on {settings.models.llm} "
-                      f"({settings.hgmem.max_step + 1} rounds, each printed as it ends; a few minutes a question "
+                      f"({settings.hgmem.max_step + 1} rounds, each printed as it ends; under a minute a question "
                       f"on 2 quiet cores)…")
         t = time.perf_counter()
         summary = run_answers(settings, output, questions, answers, method, limit=ask)
