@@ -42,7 +42,9 @@ def test_the_driver_runs_hgmem_on_smollm2_through_a_killed_worker(slice_graph, s
     s.hgmem.max_in_flight = 2
     s.hgmem.top_entities, s.hgmem.top_chunks = 4, 2
     s.hgmem.answer_context_tokens = s.hgmem.evidence_tokens = 300
-    s.generation.max_new_tokens = 96
+    # at 96, SmolLM2 (sampling at 0.8) had an insert cut at the limit three times in a row in one of three CI runs
+    # once the noun-chunk filter was the default: a StructuredOutputError, which is not what this test is about
+    s.generation.max_new_tokens = 160
     questions = tmp_path / "q.jsonl"
     questions.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(QUESTIONS)))
     out = tmp_path / "run"
