@@ -23,7 +23,7 @@ import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from memgraft.collab.maintain import rules, subject
 
@@ -47,7 +47,11 @@ MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note
 def topic_words(text: str) -> frozenset[str]:
     """The text's lower-case content words, folded: capitalised words are names and values, which
     :mod:`subject` reads; digits are values and times."""
-    toks = [t for t in _WORD.findall(rules.strip_label(text[: rules.READ_CHARS])) if not t[0].isupper()]
+    return _content_words(t for t in _WORD.findall(rules.strip_label(text[: rules.READ_CHARS])) if not t[0].isupper())
+
+
+def _content_words(toks: Iterable[str]) -> frozenset[str]:
+    """Folded content words of two letters or more (:func:`subject.content`: a hyphenated word as its parts)."""
     return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
 
 
@@ -95,8 +99,7 @@ def _question_words(question: str) -> frozenset[str]:
     toks = _ALNUM.findall(question)
     if any(t[0].isupper() for t in toks[1:]):
         return frozenset()
-    toks = [t for t in toks if not t[0].isupper() and not any(c.isdigit() for c in t)]
-    return frozenset(w for w in subject.content(tuple(subject.fold(t) for t in toks)) if len(w) > 1)
+    return _content_words(t for t in toks if not t[0].isupper() and not any(c.isdigit() for c in t))
 
 
 def other_question(a: str, b: str) -> bool:
