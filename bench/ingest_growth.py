@@ -1,6 +1,6 @@
 """Does a dense team's ingest slow down as its bank grows? groups/s at a small and a large bank, in one run.
 
-    python bench/ingest_growth.py [--sizes 500,10000] [--probe-groups 20] [--set k=v ...]
+    python bench/ingest_growth.py [--sizes 500,10000] [--probe-groups 60] [--set k=v ...]
 
 For each size N, a fresh SQLite bank gets one team of N earlier memories (the generated
 stream's, relabelled into one team and written as they are, no maintenance: filling is not
@@ -73,13 +73,26 @@ def measure(size: int, probes: list[Any], settings: Any, embedder: Any, workdir:
             "probe_s": round(seconds, 2), "groups_per_s": len(probes) / seconds, "decisions": decisions}
 
 
+def warm(probes: list[Any], settings: Any, embedder: Any, workdir: Path) -> None:
+    """A few probes through a throwaway bank first: the models' first calls (loading the judge's encoder, its
+    folded copy) must not be timed as the first size's ingest."""
+    from memgraft.collab.bank import open_bank
+    from memgraft.collab.maintain.policies import make_policy
+    from memgraft.collab.maintain.updater import MemoEmbedder, Updater
+
+    bank = open_bank(workdir / "warm.sqlite", MemoEmbedder(embedder))
+    updater = Updater(bank, make_policy(settings, embedder=embedder), settings.hicomer)
+    for g in probes[:5]:
+        updater.apply(g)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.config import load_settings
     from memgraft.models.embedder import load_embedder
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="500,10000", help="earlier memories in the team before the probes")
-    p.add_argument("--probe-groups", type=int, default=20)
+    p.add_argument("--probe-groups", type=int, default=60)
     p.add_argument("--profile", default="local")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     p.add_argument("--out", type=Path, default=None)
@@ -89,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     probes = probe_groups(a.probe_groups, "dense")
     workdir = a.out or Path(tempfile.mkdtemp(prefix="ingest-growth-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    warm(probes, settings, embedder, workdir)
     rows = [measure(int(n), probes, settings, embedder, workdir) for n in a.sizes.split(",")]
     base = rows[0]["groups_per_s"]
     print(f"{'memories in the team':>22} {'probe groups/s':>15} {'ratio to first':>15} {'decisions':>10}")

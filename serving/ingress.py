@@ -19,6 +19,7 @@ from typing import Any
 from ray import serve
 
 from memgraft.config import Settings
+from memgraft.models.threads import one_blas_thread
 from serving.access import Access
 from serving.api import Chat, create_api, serve_state
 from serving.chat import complete_on
@@ -58,6 +59,7 @@ class Ingress:
         # Called on the replica's event loop, the one that serves requests: its default
         # executor is where the routes' asyncio.to_thread calls run.
         threads = self.service.serving.ingress_threads
+        one_blas_thread()  # the ingress ranks teams with numpy beside the model replicas on the same cores
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="memgraft"))
         return serve_state(create_api(), self.service, self._access, self._chat)
 

@@ -101,7 +101,8 @@ class PairEncoder(nn.Module):
         if not a:
             return np.zeros((0, len(LABELS)), np.float32)
         was = self.training
-        self.eval()
+        if was:  # eval() walks every module: not on each call of an encoder loaded for inference
+            self.eval()
         try:
             out = []
             for i in range(0, len(a), batch_size):
@@ -111,7 +112,8 @@ class PairEncoder(nn.Module):
                 out.append((p[:len(x)] + p[len(x):]) / 2)
             return np.concatenate(out).astype(np.float32)
         finally:
-            self.train(was)
+            if was:
+                self.train()
 
     def trainable_state(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().clone() for k, v in self.state_dict().items() if "lora_" in k or k.startswith("head.")}
