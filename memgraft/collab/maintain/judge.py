@@ -245,7 +245,7 @@ class JudgePolicy:
                 if judged:
                     contra.append((float(p[2]), r))
                 continue
-            if subject.another_subject(a, b):
+            if subject.another_subject(a, b) and not (self.topic_from and topic.same_question(a, b)):
                 if judged:
                     elsewhere.append((float(p[2]), r))
                 continue

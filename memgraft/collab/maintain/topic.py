@@ -40,6 +40,10 @@ _QUESTION = re.compile(r"(?:^|[.!:;\"“”«»—–]\s*)([^.!:;?\"“”«»�
 # or a quoted question without its "?" ("The answer to 'who won the most gold medals' changed"): a quote that no
 # word touches from outside, to the next such quote ("who's" inside it is a word's apostrophe)
 _QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
+# or a question asked inside a sentence without marks ("If anyone asks who did the celtics draft this year, the
+# answer ..."): the verb "ask" and a question word, to the clause's end
+_ASKED = re.compile(r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})",
+                    re.IGNORECASE)
 MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note: nothing is read from it
 
 
@@ -84,7 +88,8 @@ def _question(text: str) -> tuple[frozenset[str], bool] | None:
     asked = [(words, _opens(q)) for q in _QUESTION.findall(body)
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
     quoted = [(_question_words(q), True) for q in _QUOTED.findall(body) if len(q.split()) >= 3 and _opens(q)]
-    found = quoted or asked  # a quoted question is marked as one: "quick one: '...' — 40, right?"
+    embedded = [(words, True) for q in _ASKED.findall(body) if len(words := _question_words(q)) >= 2]
+    found = quoted or asked or embedded  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
 
 
@@ -116,6 +121,21 @@ def other_question(a: str, b: str) -> bool:
         return bool(miss_a) and bool(miss_b)
     # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
     return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
+
+
+SAME_MIN_WORDS = 3  # a question's content words from which it says what one memory is about
+
+
+def same_question(a: str, b: str) -> bool:
+    """The two answer one lower-case question: one of them asks it as a question opens (three content words or
+    more), and every word of each text's question is in the other text (a typo, a plural or a hyphen's parts
+    allowed). Then the question is what both are about, and the names they carry are its answers: "Bruce Willis
+    answers 'who has been paid the most for a movie' from 1999 onward" and "Keanu Reeves answers '...' from
+    2003" are one subject, whatever names a subject reader finds before their values."""
+    qa, qb = _question(a), _question(b)
+    if not any(q and q[1] and len(q[0]) >= SAME_MIN_WORDS for q in (qa, qb)):
+        return False
+    return all(subject.among(w, _with_parts(other)) for q, other in ((qa, b), (qb, a)) if q for w in q[0])
 
 
 @lru_cache(maxsize=65536)
