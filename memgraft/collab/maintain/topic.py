@@ -25,25 +25,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
+from memgraft.collab.maintain import asked as asked_
 from memgraft.collab.maintain import rules, subject
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.store import MemoryBank
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
-# the words a question opens with: a quote is read as a question only when it opens so
-_ASKING = frozenset("who whom whose what which when where why how who's what's when's where's how's is are was were "
-                    "do does did can could will would has have had should".split())
 _ALNUM = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)  # "14th" is one word, a number's, not "th"
 # a question: from the last sentence start, colon or quote before it to its "?" ("my sheet lists "How many ...?" as 131")
 _QUESTION = re.compile(r"(?:^|[.!:;\"“”«»—–]\s*)([^.!:;?\"“”«»—–]{3,200})\?")
-# or a quoted question without its "?" ("The answer to 'who won the most gold medals' changed"): a quote that no
-# word touches from outside, to the next such quote ("who's" inside it is a word's apostrophe)
-_QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
-# or a question asked inside a sentence without marks ("If anyone asks who did the celtics draft this year, the
-# answer ..."): the verb "ask" and a question word, to the clause's end
-_ASKED = re.compile(r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})",
-                    re.IGNORECASE)
 MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note: nothing is read from it
 
 
@@ -85,17 +76,12 @@ def question_words(text: str) -> frozenset[str] | None:
 def _question(text: str) -> tuple[frozenset[str], bool] | None:
     """The question's words, and whether it opens as a question does (who, what, how, is, does ...)."""
     body = rules.strip_label(text[: rules.READ_CHARS])
-    asked = [(words, _opens(q)) for q in _QUESTION.findall(body)
+    asked = [(words, asked_.opens(q)) for q in _QUESTION.findall(body)
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
-    quoted = [(_question_words(q), True) for q in _QUOTED.findall(body) if len(q.split()) >= 3 and _opens(q)]
-    embedded = [(words, True) for q in _ASKED.findall(body) if len(words := _question_words(q)) >= 2]
+    quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
+    embedded = [(words, True) for q in asked_.ASKED.findall(body) if len(words := _question_words(q)) >= 2]
     found = quoted or asked or embedded  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
-
-
-def _opens(question: str) -> bool:
-    words = question.split()
-    return bool(words) and words[0].lower().replace("’", "'") in _ASKING
 
 
 def _question_words(question: str) -> frozenset[str]:

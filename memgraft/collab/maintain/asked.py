@@ -1,0 +1,44 @@
+"""Where a memory text asks the question it answers: a quoted question, or one asked inside a sentence.
+
+Apart from :mod:`topic` (which reads a question's words) so that :mod:`subject` can leave the
+question out of the value it reads: "Starting in 2019: 49ers, if you ask who did green bay
+lose to in the playoffs last year" states "49ers", not "in the playoffs last year" after the
+question's own "to". Read off quotes and English's question words, not a template's words.
+"""
+
+from __future__ import annotations
+
+import re
+
+# the words a question opens with: a quote is read as a question only when it opens so
+ASKING = frozenset("who whom whose what which when where why how who's what's when's where's how's is are was were "
+                   "do does did can could will would has have had should".split())
+# a quoted question without its "?" ("The answer to 'who won the most gold medals' changed"): a quote that no
+# word touches from outside, to the next such quote ("who's" inside it is a word's apostrophe)
+QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
+# a question asked inside a sentence without marks ("If anyone asks who did the celtics draft this year, the
+# answer ..."): the verb "ask" and a question word, to the clause's end
+ASKED = re.compile(r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})",
+                   re.IGNORECASE)
+# the whole clause that asks it, from the clause's start: what :func:`without_questions` cuts
+_ASKED_CLAUSE = re.compile(r"(?:^|(?<=[,;]))[^,.;:!?\"“”]*?\bask(?:s|ed|ing)?\s+(?:who|whom|whose|what|which|when|"
+                           r"where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200}", re.IGNORECASE)
+
+
+def opens(question: str) -> bool:
+    """The span opens as a question does ("who ...", "how many ...", "is ...")."""
+    words = question.split()
+    return bool(words) and words[0].lower().replace("’", "'") in ASKING
+
+
+def quoted_questions(text: str) -> list[str]:
+    """The quoted spans of three words or more that open as questions do."""
+    return [q for q in QUOTED.findall(text) if len(q.split()) >= 3 and opens(q)]
+
+
+def without_questions(text: str) -> str:
+    """The text with its quoted questions and the clauses that ask one cut out: what is left states the answer."""
+    out = _ASKED_CLAUSE.sub(" ", text)
+    for q in quoted_questions(out):
+        out = re.sub(r"(?<!\w)['‘\"“]" + re.escape(q) + r"['’\"”](?!\w)", " ", out)
+    return out
