@@ -197,3 +197,16 @@ def test_a_replacement_said_in_words_retires_every_memory_stating_it(settings, e
     valid = {m.memory_id: m.valid for m in cm.memories("de")}
     assert valid == {"cron": False, "tab": True, "airflow": False, "dag": False, "dagster": True}
     cm.close()
+
+
+def test_the_question_a_memory_answers_is_not_its_value(default):
+    """"... if you ask who did green bay lose to in the playoffs last year": the question's own "to" opened the
+    value, so two answers read as one ("in the playoffs last year") and the outdated one stayed valid
+    (SituatedQA dev prose). A question that names its subject keeps it: the subject is read from it."""
+    old = "Starting in 2019: 49ers, if you ask who did green bay lose to in the playoffs last year."
+    new = "Starting in 2020: Buccaneers, if you ask who did green bay lose to in the playoffs last year."
+    assert subject.read(old).value == ("49ers",)
+    assert not subject.same_value(old, new)
+    assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise
+    named = "Björn Lundquist answers 'who was the head officer of the Swedish Lapland Ranger Regiment' from 1990."
+    assert ("swedish", "lapland", "ranger", "regiment") in subject.read(named).names

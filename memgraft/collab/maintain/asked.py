@@ -36,9 +36,16 @@ def quoted_questions(text: str) -> list[str]:
     return [q for q in QUOTED.findall(text) if len(q.split()) >= 3 and opens(q)]
 
 
+def names_none(question: str) -> bool:
+    """No capital past the question's first word: it names no subject ("the Swedish Lapland Ranger Regiment")."""
+    return not any(w[:1].isupper() for w in question.split()[1:])
+
+
 def without_questions(text: str) -> str:
-    """The text with its quoted questions and the clauses that ask one cut out: what is left states the answer."""
-    out = _ASKED_CLAUSE.sub(" ", text)
+    """The text with its lower-case quoted questions and the clauses that ask one cut out: what is left states
+    the answer. A question that names its subject stays: the subject is read from it."""
+    out = _ASKED_CLAUSE.sub(lambda m: " " if names_none(m.group(0).strip()) else m.group(0), text)
     for q in quoted_questions(out):
-        out = re.sub(r"(?<!\w)['‘\"“]" + re.escape(q) + r"['’\"”](?!\w)", " ", out)
+        if names_none(q):
+            out = re.sub(r"(?<!\w)['‘\"“]" + re.escape(q) + r"['’\"”](?!\w)", " ", out)
     return out

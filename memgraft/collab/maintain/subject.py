@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memgraft.collab.maintain import rules
+from memgraft.collab.maintain import asked, rules
 
 # a time or a measure is one word ("14:00", "37 °C"), so its colon opens no value and its unit names no one
 _TOKEN = re.compile(r"\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
@@ -141,7 +141,8 @@ def _words(toks: list[str]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=65536)
 def _read(text: str) -> Reading:
-    body = _HEDGE.sub("", rules.strip_label(text).strip())
+    # the question it answers is what it is about, not its value ("49ers, if you ask who did green bay lose to ...")
+    body = _HEDGE.sub("", asked.without_questions(rules.strip_label(text).strip()).strip())
     found = [*_REPLACED.finditer(body), *_REPLACED_BY.finditer(body)]
     replaced = tuple(w for w in (_words(_TOKEN.findall(m.group("old") or m.groupdict().get("not") or ""))
                                  for m in found) if w)
