@@ -225,3 +225,14 @@ def test_a_later_answer_to_the_same_question_supersedes_whatever_names_it_carrie
     j = judge(without_topics, old, new, words)
     assert j.action is Action.keep and "another subject" in j.reason  # what the subject reading alone gives
     assert judge(default, old, new, words).action is Action.revise
+
+
+def test_a_team_record_that_changes_another_question_keeps_the_current_memory(default, without_topics):
+    """A team record saying its answer changed is a decision changed only on its own question: the pjs' episode
+    count was retired by a record on peaky blinders' (SituatedQA dev prose)."""
+    words = topic.TeamWords()
+    old = mem("pjs", "team", "41 answers 'how many episodes of the pjs are there' from May 2001 onward.")
+    new = mem("peaky", "team", "The answer to 'how many episodes is there of peaky blinders' changed in September "
+                               "2019 to 29.", years=18)
+    assert judge(without_topics, old, new, words).action is Action.revise  # what the change rule alone reads
+    assert judge(default, old, new, words).action is Action.keep
