@@ -210,3 +210,14 @@ def test_the_question_a_memory_answers_is_not_its_value(default):
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise
     named = "Björn Lundquist answers 'who was the head officer of the Swedish Lapland Ranger Regiment' from 1990."
     assert ("swedish", "lapland", "ranger", "regiment") in subject.read(named).names
+
+
+def test_a_value_read_from_its_last_name_run_ends_with_its_clause(default):
+    """No opener: the value is the last run of names, to its clause's end, so a record restating it in other words
+    agrees ("..., and that held" made it another value, and a current record was retired: SituatedQA dev prose)."""
+    old = "In December 1961 we started answering 'who scored the most points in one nba basketball game' with Wilt " \
+          "Chamberlain, and that held."
+    new = "The answer to 'who has scored the most points in a nba game' changed in March 1962 to Wilt Chamberlain."
+    assert subject.read(old).value == ("wilt", "chamberlain")
+    assert subject.same_value(old, new)
+    assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.keep

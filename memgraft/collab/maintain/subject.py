@@ -155,13 +155,15 @@ def _read(text: str) -> Reading:
     cut = next((i for i in range(len(toks) - 1, -1, -1) if toks[i] in _STRONG_OPENERS), None)
     if cut is None:
         cut = next((i for i in range(len(toks) - 1, -1, -1) if fold(toks[i]) in _OPENERS), None)
-    if cut is None and runs:
+    end = len(toks)
+    if cut is None and runs:  # the last run, to its clause's end: "... with Wilt Chamberlain, and that held"
         cut = runs[-1][0] - 1
+        end = next((i for i in range(runs[-1][1], len(toks)) if toks[i] in _CLOSERS), len(toks))
     start = (cut + 1) if cut is not None else len(toks)
     while start < len(toks) and fold(toks[start]) in {"still", "now", "currently", "already", "again", "the", "a",
                                                       "an"}:
         start += 1
-    value = _words(toks[start:])
+    value = _words(toks[start:end])
     names, subject_ = [], []
     for s_, e in runs:
         run = tuple(w for w in _words(toks[s_:e]) if w not in _JOINERS)
