@@ -236,3 +236,14 @@ def test_a_team_record_that_changes_another_question_keeps_the_current_memory(de
                                "2019 to 29.", years=18)
     assert judge(without_topics, old, new, words).action is Action.revise  # what the change rule alone reads
     assert judge(default, old, new, words).action is Action.keep
+
+
+def test_a_question_is_read_from_the_clause_that_asks_it():
+    """"As of 2017, When's ...?" asks from "When's" (the capital that opens the clause named nothing), so a record
+    on another question about the same team keeps it (SituatedQA dev dense); a clause before it that names its
+    subject stays part of it, and then the question names one and is not read."""
+    christmas = "As of 2017, When's the last time the philadelphia eagles played on christmas day? The 2017 NFL season."
+    assert topic.question_words(christmas) == {"last", "time", "philadelphia", "eagles", "played", "christmas", "day"}
+    assert topic.other_question(christmas, "The last time the philadelphia eagles went to the playoffs was 2018.")
+    assert topic.question_words("Regarding the institute founded by Hans Elsässer in 1969, what person managed it? "
+                                "Hans-Walter Rix.") is None

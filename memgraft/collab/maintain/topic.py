@@ -76,12 +76,21 @@ def question_words(text: str) -> frozenset[str] | None:
 def _question(text: str) -> tuple[frozenset[str], bool] | None:
     """The question's words, and whether it opens as a question does (who, what, how, is, does ...)."""
     body = rules.strip_label(text[: rules.READ_CHARS])
-    asked = [(words, asked_.opens(q)) for q in _QUESTION.findall(body)
+    asked = [(words, asked_.opens(q)) for q in map(_from_asking, _QUESTION.findall(body))
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
     quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
     embedded = [(words, True) for q in asked_.ASKED.findall(body) if len(words := _question_words(q)) >= 2]
     found = quoted or asked or embedded  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
+
+
+def _from_asking(span: str) -> str:
+    """The question from the clause that opens as one: "As of 2017, When's the last time ...?" asks "When's ...".
+    A clause before it that names something stays its part ("Regarding the institute founded by Hans Elsässer,
+    what person managed it?" asks about that institute)."""
+    parts = span.split(", ")
+    i = next((i for i in range(1, len(parts)) if asked_.opens(parts[i])), 0)
+    return ", ".join(parts[i:]) if i and asked_.names_none(", ".join(parts[:i])) else span
 
 
 def _question_words(question: str) -> frozenset[str]:
