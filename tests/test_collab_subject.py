@@ -221,3 +221,14 @@ def test_a_value_read_from_its_last_name_run_ends_with_its_clause(default):
     assert subject.read(old).value == ("wilt", "chamberlain")
     assert subject.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.keep
+
+
+def test_now_that_ends_a_key_states_no_change(default):
+    """"Winter olympics being held now: Pyeongchang" names its attribute with "now"; read as a change of decision,
+    it retired a record on where the olympics were held in the usa (SituatedQA dev dense)."""
+    assert not change.changes("Winter olympics being held now: Pyeongchang")
+    assert change.changes("Deploys now happen on Thursdays instead of Tuesdays.")
+    assert change.changes("Stand-up is now at 10:00.")
+    old = mem("usa", "team", "Where have the olympics been held in usa? Salt Lake City and Salt Lake City, Utah.")
+    new = mem("now", "team", "Winter olympics being held now: Pyeongchang", years=1)
+    assert judge(default, old, new).action is Action.keep

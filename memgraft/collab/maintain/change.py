@@ -12,7 +12,8 @@ import re
 from memgraft.collab.maintain import rules, subject
 
 # a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
-_CHANGE = re.compile(r"\b(?:now|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
+# "now" that ends a key ("Winter olympics being held now: Pyeongchang") names the attribute, not a change
+_CHANGE = re.compile(r"\b(?:now(?!\s*[:=—–?])|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
                      r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
                      r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
                      r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
