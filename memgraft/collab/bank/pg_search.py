@@ -39,10 +39,7 @@ def top_n(bank: Any, team: str, q: np.ndarray, k: int, dim: int, valid_only: boo
             where.append(cond)
             args += [] if arg is None else [arg]
     bank.use_team(team)
-    ef = min(1000, max(HNSW_EF_SEARCH, n))
-    if ef != bank._ef_search and bank._tx is not None:
-        bank.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(ef),))
-    bank._ef_search = ef  # outside a transaction: bound with the team in each statement's (``_locals``)
+    bank.set_ef_search(min(1000, max(HNSW_EF_SEARCH, n)))
     qv, cond = bank.encode_vec(q), " AND ".join(where)
 
     def read(tail: str, *extra: Any, own_index: bool = False) -> list[tuple]:

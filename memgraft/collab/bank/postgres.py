@@ -371,6 +371,13 @@ class PostgresBackend(Backend):
         """The team's rows nearest ``q`` by cosine (``pg_search.top_n``)."""
         return pg_search.top_n(self, team, q, k, dim, valid_only, want_team, until, exclude)
 
+    def set_ef_search(self, ef: int) -> None:
+        """The HNSW scan's candidates for this bank's next searches: set now inside a write transaction, else
+        bound with the team in each statement's own transaction (``_locals``)."""
+        if ef != self._ef_search and self._tx is not None:
+            self.execute("SELECT set_config('hnsw.ef_search', ?, true)", (str(ef),))
+        self._ef_search = ef
+
     def _team_size(self, team: str) -> int:
         """The team's memory count (which plan its searches take), read again every ``SIZE_REFRESH`` searches."""
         size, left = self._sizes.get(team, (0, 0))
