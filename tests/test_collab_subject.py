@@ -232,3 +232,16 @@ def test_now_that_ends_a_key_states_no_change(default):
     old = mem("usa", "team", "Where have the olympics been held in usa? Salt Lake City and Salt Lake City, Utah.")
     new = mem("now", "team", "Winter olympics being held now: Pyeongchang", years=1)
     assert judge(default, old, new).action is Action.keep
+
+
+def test_two_values_before_one_subject_are_not_one_value(default):
+    """Prose that puts the value first and the subject last ("V has held the employer of S", "the records give V
+    for the employer of S"): the last run of names is the subject both end on, so two employers read as one value
+    and the outdated one stayed valid (TimeQA dev prose). A value read after an opener is still one value."""
+    old = "Since 1927, Amherst College, Bryn Mawr College has held the employer of Thomas Robert Shannon Broughton."
+    new = "Starting in 1965, the records give University of North Carolina at Chapel Hill for the employer of " \
+          "Thomas Robert Shannon Broughton."
+    assert not subject.same_value(old, new)
+    assert judge(default, mem("old", "team", old), mem("new", "team", new, years=38)).action is Action.revise
+    assert subject.same_value("Checked again: The financial institution within the Expobank Group had whom as its "
+                              "top stakeholder? Igor Kim.", "Record from 2014: the owner of Expobank CZ is Igor Kim.")

@@ -76,6 +76,7 @@ class Reading:
     subject: tuple[tuple[str, ...], ...]  # the runs that start before the value: who it is about
     value: tuple[str, ...]
     replaced: tuple[tuple[str, ...], ...]
+    by_run: bool = False  # no opener: the value is the last run of names
 
 
 def fold(word: str) -> str:
@@ -155,8 +156,8 @@ def _read(text: str) -> Reading:
     cut = next((i for i in range(len(toks) - 1, -1, -1) if toks[i] in _STRONG_OPENERS), None)
     if cut is None:
         cut = next((i for i in range(len(toks) - 1, -1, -1) if fold(toks[i]) in _OPENERS), None)
-    end = len(toks)
-    if cut is None and runs:  # the last run, to its clause's end: "... with Wilt Chamberlain, and that held"
+    end, by_run = len(toks), cut is None and bool(runs)
+    if by_run:  # the last run, to its clause's end: "... with Wilt Chamberlain, and that held"
         cut = runs[-1][0] - 1
         end = next((i for i in range(runs[-1][1], len(toks)) if toks[i] in _CLOSERS), len(toks))
     start = (cut + 1) if cut is not None else len(toks)
@@ -171,7 +172,7 @@ def _read(text: str) -> Reading:
             names.append(run)
             if s_ < start:
                 subject_.append(run)
-    return Reading(tuple(names), tuple(subject_), value, replaced)
+    return Reading(tuple(names), tuple(subject_), value, replaced, by_run)
 
 
 def read(text: str) -> Reading:
@@ -248,7 +249,12 @@ def same_value(a: str, b: str) -> bool:
         return False
     if any(stated(ra.value, old) for old in rb.replaced) or any(stated(rb.value, old) for old in ra.replaced):
         return False
-    return all(near(x, y) for x, y in zip(ra.value, rb.value))
+    if not all(near(x, y) for x, y in zip(ra.value, rb.value)):
+        return False
+    # read without an opener, the "value" is a name both end on, and each names something the other does not:
+    # that name is the subject ("Amherst College has held the employer of T. R. S. Broughton" / "the records
+    # give University of North Carolina for the employer of T. R. S. Broughton"), and the two differ on the rest
+    return not (ra.by_run and rb.by_run and other_marks(a, b))
 
 
 @lru_cache(maxsize=65536)
@@ -289,6 +295,16 @@ def same_marks(a: str, b: str) -> bool:
     # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
     # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
     return not extra or (all(_YEAR.fullmatch(y) for y in extra) and not all(_YEAR.fullmatch(x) for x in small))
+
+
+def other_marks(a: str, b: str) -> bool:
+    """Each text names something the other does not (not a year, not a word either writes in lower case): two
+    values, where both are about one subject ("Amherst College" against "University of North Carolina")."""
+    ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
+    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
+    only_a = [x for x in ma - common if not _YEAR.fullmatch(x) and not any(near(x, y) for y in mb)]
+    only_b = [y for y in mb - common if not _YEAR.fullmatch(y) and not any(near(x, y) for x in ma)]
+    return bool(only_a) and bool(only_b)
 
 
 _PRO_FORMS = frozenset({"one", "ones"})  # "three-week sprints instead of two-week ones": "ones" names nothing
