@@ -245,3 +245,13 @@ def test_two_values_before_one_subject_are_not_one_value(default):
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=38)).action is Action.revise
     assert subject.same_value("Checked again: The financial institution within the Expobank Group had whom as its "
                               "top stakeholder? Igor Kim.", "Record from 2014: the owner of Expobank CZ is Igor Kim.")
+
+
+def test_a_score_is_one_value_its_dash_opens_none(default):
+    """"27–10": the en dash inside a score opened the value, so "27–10" and "52–10" both read as "10" and the
+    old score stayed valid (SituatedQA dev dense)."""
+    old = "What's the score of the florida state-miami game: 27–10"
+    new = "Record from 2020: What's the score of the florida state-miami game? 52–10."
+    assert (subject.read(old).value, subject.read(new).value) == (("27–10",), ("52–10",))
+    assert not subject.same_value(old, new)
+    assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise

@@ -38,8 +38,9 @@ from functools import lru_cache
 
 from memgraft.collab.maintain import asked, rules
 
-# a time or a measure is one word ("14:00", "37 °C"), so its colon opens no value and its unit names no one
-_TOKEN = re.compile(r"\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
+# a time, a measure or a score is one word ("14:00", "37 °C", "27–10"), so its colon or dash opens no value and its
+# unit names no one
+_TOKEN = re.compile(r"\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|\d+(?:–\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
 _OPENERS = frozenset({"?", ":", "=", "—", "–", "is", "was", "are", "were", "as", "be", "been", "remains", "became",
                       "becomes", "to"})
 _STRONG_OPENERS = frozenset({"?", ":", "=", "—", "–"})
