@@ -18,11 +18,10 @@ ASKING = frozenset("who whom whose what which when where why how who's what's wh
 QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
 # a question asked inside a sentence without marks ("If anyone asks who did the celtics draft this year, the
 # answer ..."): the verb "ask" and a question word, to the clause's end
-ASKED = re.compile(r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})",
-                   re.IGNORECASE)
+_ASKING_CLAUSE = r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})"
+ASKED = re.compile(_ASKING_CLAUSE, re.IGNORECASE)
 # the whole clause that asks it, from the clause's start: what :func:`without_questions` cuts
-_ASKED_CLAUSE = re.compile(r"(?:^|(?<=[,;]))[^,.;:!?\"“”]*?\bask(?:s|ed|ing)?\s+(?:who|whom|whose|what|which|when|"
-                           r"where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200}", re.IGNORECASE)
+_ASKED_CLAUSE = re.compile(r"(?:^|(?<=[,;]))[^,.;:!?\"“”]*?" + _ASKING_CLAUSE, re.IGNORECASE)
 
 
 def opens(question: str) -> bool:
@@ -31,9 +30,13 @@ def opens(question: str) -> bool:
     return bool(words) and words[0].lower().replace("’", "'") in ASKING
 
 
+def _is_question(quoted: str) -> bool:
+    return len(quoted.split()) >= 3 and opens(quoted)
+
+
 def quoted_questions(text: str) -> list[str]:
     """The quoted spans of three words or more that open as questions do."""
-    return [q for q in QUOTED.findall(text) if len(q.split()) >= 3 and opens(q)]
+    return [q for q in QUOTED.findall(text) if _is_question(q)]
 
 
 def names_none(question: str) -> bool:
@@ -45,7 +48,4 @@ def without_questions(text: str) -> str:
     """The text with its lower-case quoted questions and the clauses that ask one cut out: what is left states
     the answer. A question that names its subject stays: the subject is read from it."""
     out = _ASKED_CLAUSE.sub(lambda m: " " if names_none(m.group(0).strip()) else m.group(0), text)
-    for q in quoted_questions(out):
-        if names_none(q):
-            out = re.sub(r"(?<!\w)['‘\"“]" + re.escape(q) + r"['’\"”](?!\w)", " ", out)
-    return out
+    return QUOTED.sub(lambda m: " " if _is_question(m.group(1)) and names_none(m.group(1)) else m.group(0), out)

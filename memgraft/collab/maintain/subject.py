@@ -279,16 +279,20 @@ def _lower_words(text: str) -> frozenset[str]:
     return frozenset(fold(t) for t in _TOKEN.findall(text) if _is_word(t) and t[:1].islower())
 
 
+def _name_marks(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Each text's marks, less any word either text writes in lower case: that is no name ("Considered the best
+    tennis player ..." opens a sentence)."""
+    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
+    return _marks(a[: rules.READ_CHARS]) - common, _marks(b[: rules.READ_CHARS]) - common
+
+
 def same_marks(a: str, b: str) -> bool:
     """Both texts name the same things and numbers, no more and no fewer (a typo allowed; the one that names more
     may name years besides, the time a record gives): two wordings of one statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
     from 2010 onward"), which cannot disagree on a name or a number. Where the value reader finds no value in
     prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"), and a list
     that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
-    ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
-    # a word either text writes in lower case is no name ("Considered the best tennis player ..." opens a sentence)
-    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
-    ma, mb = ma - common, mb - common
+    ma, mb = _name_marks(a, b)
     small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
     if not small or not all(any(near(x, y) for y in big) for x in small):
         return False
@@ -301,10 +305,9 @@ def same_marks(a: str, b: str) -> bool:
 def other_marks(a: str, b: str) -> bool:
     """Each text names something the other does not (not a year, not a word either writes in lower case): two
     values, where both are about one subject ("Amherst College" against "University of North Carolina")."""
-    ma, mb = _marks(a[: rules.READ_CHARS]), _marks(b[: rules.READ_CHARS])
-    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
-    only_a = [x for x in ma - common if not _YEAR.fullmatch(x) and not any(near(x, y) for y in mb)]
-    only_b = [y for y in mb - common if not _YEAR.fullmatch(y) and not any(near(x, y) for x in ma)]
+    ma, mb = _name_marks(a, b)
+    only_a = [x for x in ma if not _YEAR.fullmatch(x) and not any(near(x, y) for y in mb)]
+    only_b = [y for y in mb if not _YEAR.fullmatch(y) and not any(near(x, y) for x in ma)]
     return bool(only_a) and bool(only_b)
 
 
