@@ -120,3 +120,28 @@ def test_an_earlier_wording_of_an_overruled_value_is_superseded_by_the_same_reco
         assert hits[0].memory.memory_id == "rix"
     finally:
         memory.close()
+
+
+def test_a_value_is_not_carried_onto_another_question(tmp_path, settings, embedder):
+    """"Brazil", overruled as where the previous world cup was held, is still who has won the most world cups: the
+    carry step read the value alone and retired that record (SituatedQA train part, dense). Each question has words
+    the other lacks, so the value is not carried; the note itself is still overruled."""
+    stream = [
+        {"team": "cup", "group_id": "g2002", "time": "2002-07-01T00:00:00", "memories": [
+            {"memory_id": "most", "type": "team", "author": "wiki",
+             "content": "Record from 2002: Who has won the most world cups in football? Brazil."}]},
+        {"team": "cup", "group_id": "g2018", "time": "2018-07-01T00:00:00", "memories": [
+            {"memory_id": "note", "type": "individual", "author": "agent-2",
+             "content": "Log: Where was the previous fifa world cup held? — Brazil"},
+            {"memory_id": "held", "type": "team", "author": "wiki",
+             "content": "Q: Where was the previous fifa world cup held? A: Russia"}]},
+    ]
+    memory = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    try:
+        for g in stream:
+            memory.add_group(g)
+        now = {m.memory_id: m for m in memory.memories("cup")}
+        assert not now["note"].valid and now["held"].valid
+        assert now["most"].valid, now["most"].maintained
+    finally:
+        memory.close()

@@ -255,3 +255,39 @@ def test_a_score_is_one_value_its_dash_opens_none(default):
     assert (subject.read(old).value, subject.read(new).value) == (("27–10",), ("52–10",))
     assert not subject.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise
+
+
+def test_a_hyphenated_value_is_stated_by_its_own_spelling(default):
+    """"T-Series" is read as its parts "t" and "series"; the text that writes it whole states it. Without that, a
+    note agreeing with its group's team memory read as the old value a change replaced and was retired
+    (SituatedQA dev prose)."""
+    assert subject.stated(("my", "t-series", "re"), ("t-series",))
+    assert not subject.stated(("my", "series", "re"), ("t-series",))
+    note = mem("note", "individual", "my money's on T-Series re 'who's youtube channel has the most subscribers'",
+               years=1)
+    team = mem("team", "team", "The answer to 'who's youtube channel has the most subscribers' changed in April "
+                               "2019 to T-Series.", years=1)
+    assert not change.new_value(team.original, note.original)
+    assert judge(default, note, team, level="intra").action is Action.keep
+
+
+@pytest.mark.parametrize("note,value_named", [
+    ("heard Angelo Bonelli mentioned for the chairperson of Federation of the Greens the other day", True),
+    ("can confirm Angelo Bonelli on the chairperson of Federation of the Greens", True),
+    ("heard Alfonso Pecoraro Scanio mentioned for the chairperson of Federation of the Greens the other day", False),
+    # one item of a list is not the value; nor a longer name that holds it
+    ("heard Grazia Francescato and Angelo Bonelli mentioned for the chairperson of Federation of the Greens", False),
+    ("I'd go with Angelo Bonelli Foundation for the chairperson of Federation of the Greens tbh", False),
+])
+def test_a_note_that_names_the_value_first_restates_it(default, note, value_named):
+    """A note that names its value before the attribute ("heard V mentioned for X") ends on the subject's name, so
+    its value was read as "Greens the other day" and the judge's p = 0.99 retired it beside the team memory that
+    states V (TimeQA dev prose). A note naming another value, a list or a longer name is still overruled."""
+    team = "The answer to 'what was the name of the President of the Federation of the Greens' changed in October " \
+           "2009 to Angelo Bonelli."
+    assert subject.restates(note, team) is value_named
+    j = judge(default, mem("note", "individual", note, years=1), mem("team", "team", team, years=1), level="intra")
+    if value_named:
+        assert j.action is Action.keep
+    assert not subject.restates("The new checkout launches on May 3.",
+                                "Launch for the new checkout pushed to May 17 (was May 3).")

@@ -258,8 +258,8 @@ class JudgePolicy:
             elif r.type == "team" and change.changes(b) and change.shared_topic(b, a, subject.read(a).value) >= 0.6 \
                     and change.new_value(b, a) and not (self.topic_from and topic.other_question(a, b)):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
-            elif judged and not subject.same_value(a, b) and (self._list_change(a, b)
-                                                              or not subject.same_marks(a, b)):
+            elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (
+                    self._list_change(a, b) or not subject.same_marks(a, b)):
                 if self._other_topic(target, a, b):
                     elsewhere.append((float(p[2]), r))
                 else:
