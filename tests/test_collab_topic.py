@@ -247,3 +247,26 @@ def test_a_question_is_read_from_the_clause_that_asks_it():
     assert topic.other_question(christmas, "The last time the philadelphia eagles went to the playoffs was 2018.")
     assert topic.question_words("Regarding the institute founded by Hans Elsässer in 1969, what person managed it? "
                                 "Hans-Walter Rix.") is None
+
+
+@pytest.mark.parametrize("keyed,record", [
+    # the record of one county's last win retired the other county's (SituatedQA train part, dense)
+    ("From my notes: When did dublin last win hurling all ireland = 1938",
+     "When did galway last win the hurling all ireland? 1988."),
+    # where the previous cup was held is not when brazil last won it
+    ("Where was the previous fifa world cup held: Brazil", "Record from 2002: the last time brazil won the world cup "
+                                                          "was 2002."),
+])
+def test_a_question_asked_as_a_key_is_read(default, keyed, record):
+    """"Question: value" and "question = value" ask their question as "Question? value" does; unread, a record on
+    another question with the same words retired the current memory at p = 0.99. A key that is no question
+    ("Deploys happen on Tuesdays: confirmed") and one that names its subject are not read."""
+    assert topic.question_words(keyed)
+    assert topic.question_words("Deploys happen on Tuesdays: confirmed") is None
+    assert topic.question_words("Who is the CEO of Siemens: Joe Kaeser") is None
+    assert topic.other_question(keyed, record)
+    old, new = (mem("keyed", "team", keyed), mem("record", "team", record, years=1)) if "dublin" in keyed else \
+        (mem("record", "team", record), mem("keyed", "team", keyed, years=1))
+    assert judge(default, old, new, topic.TeamWords()).action is Action.keep
+    assert topic.same_question("Log: When did galway last win the hurling all ireland = 1988",
+                               "When did galway last win the hurling all ireland? 2017.")

@@ -35,6 +35,9 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
 _ALNUM = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)  # "14th" is one word, a number's, not "th"
 # a question: from the last sentence start, colon or quote before it to its "?" ("my sheet lists "How many ...?" as 131")
 _QUESTION = re.compile(r"(?:^|[.!:;\"“”«»—–]\s*)([^.!:;?\"“”«»—–]{3,200})\?")
+# a question asked as a key ("Where was the previous fifa world cup held: Brazil", "When did dublin last win ... =
+# 1938"): a clause up to the mark that opens its value; read only where it opens as a question does
+_KEYED = re.compile(r"(?:^|[.!;\"“”«»]\s*)([^.!:;?=\"“”«»—–]{3,200}?)\s*[:=—–]\s*\S")
 MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note: nothing is read from it
 
 
@@ -80,7 +83,9 @@ def _question(text: str) -> tuple[frozenset[str], bool] | None:
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
     quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
     embedded = [(words, True) for q in asked_.ASKED.findall(body) if len(words := _question_words(q)) >= 2]
-    found = quoted or asked or embedded  # a quoted question is marked as one: "quick one: '...' — 40, right?"
+    keyed = [(words, True) for q in map(_from_asking, _KEYED.findall(body))
+             if asked_.opens(q) and len(words := _question_words(q)) >= 2]
+    found = quoted or asked or embedded or keyed  # a quoted question is marked as one: "quick one: '...' — 40, right?"
     return found[-1] if found else None
 
 
