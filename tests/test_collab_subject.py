@@ -291,3 +291,20 @@ def test_a_note_that_names_the_value_first_restates_it(default, note, value_name
         assert j.action is Action.keep
     assert not subject.restates("The new checkout launches on May 3.",
                                 "Launch for the new checkout pushed to May 17 (was May 3).")
+
+
+def test_a_note_on_its_group_records_subject_under_a_short_name_is_overruled(default):
+    """In its own group, "the sports team of G. Whittingham is still Sheffield Wednesday" beside the team memory
+    "Guy Whittingham was a member of ...? — Newport": the judge reads P(contradiction) 0.46 against 0.54 neutral
+    (its doubt about the subject, which the names settle), and the stale note stayed valid (TimeQA dev noisy). A
+    note on another subject, or one read as agreeing, is not overruled."""
+    team = mem("team", "team", "Log: The current manager Guy Whittingham was a member of what soccer team? — Newport",
+               years=1)
+    note = mem("note", "individual", "Observation: the sports team of G. Whittingham is still Sheffield Wednesday.",
+               years=1)
+    [p] = default.judge_pairs([note], [team])
+    assert p[0] > p[2] >= 0.3  # alone, the judge reads it as neutral
+    assert judge(default, note, team, level="intra").action is Action.revise
+    assert judge(default, note, team).action is Action.keep  # an earlier group's note is the judge's alone to read
+    other = mem("other", "individual", "Observation: the sports team of Sherif Ashraf is still El-Gouna.", years=1)
+    assert judge(default, other, team, level="intra").action is Action.keep

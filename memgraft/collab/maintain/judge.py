@@ -46,6 +46,12 @@ if TYPE_CHECKING:
 
 FORMAT = "memgraft.pair-judge/1"
 BUNDLED = Path(__file__).parent.parent / "assets" / "judge-all-MiniLM-L6-v2.pt"
+# in its own group, a note that names the team memory's subject and reads more contradicting than agreeing is
+# overruled from this P(contradiction) on: the judge's "neutral" there is its doubt about the subject, which the
+# names settle ("G. Whittingham" / "Guy Whittingham")
+INTRA_FLOOR = 0.3
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     dim: int
@@ -235,12 +241,14 @@ class JudgePolicy:
         (:func:`~memgraft.collab.maintain.subject.same_marks`), agrees, whatever the judge read; one saying in words that the
         target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
         and one that names another value it replaces contradicts only memories stating that one.
-        A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value."""
+        A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value; a note
+        naming its own group's team memory's subject is read as contradicting from ``INTRA_FLOOR``."""
         a = target.memory.maintained
         contra, elsewhere = [], []
         for p, r in scored:
             b = r.maintained
-            judged = p[2] >= self.threshold or (p[1] > p[0] and self._list_change(a, b))
+            judged = p[2] >= self.threshold or (p[1] > p[0] and self._list_change(a, b)) or (
+                target.level == "intra" and p[2] > p[1] and p[2] >= INTRA_FLOOR and subject.same_subject(a, b))
             if not self.subject_first:
                 if judged:
                     contra.append((float(p[2]), r))
