@@ -308,3 +308,14 @@ def test_a_note_on_its_group_records_subject_under_a_short_name_is_overruled(def
     assert judge(default, note, team).action is Action.keep  # an earlier group's note is the judge's alone to read
     other = mem("other", "individual", "Observation: the sports team of Sherif Ashraf is still El-Gouna.", years=1)
     assert judge(default, other, team, level="intra").action is Action.keep
+
+
+def test_a_note_asking_its_group_records_question_is_overruled(default):
+    """The same, where the subject is a lower-case question both ask (one as a key, with a typo): the stale note stayed
+    valid beside its own group's record (SituatedQA dev noisy)."""
+    team = mem("team", "team", "When did the new series of silent witness start? 7 January 2020.", years=1)
+    note = mem("note", "individual", "From my notes: When did the new series of silent wintess start = 8 January 2019",
+               years=1)
+    [p] = default.judge_pairs([note], [team])
+    assert p[2] < default.threshold
+    assert judge(default, note, team, level="intra").action is Action.revise

@@ -248,7 +248,8 @@ class JudgePolicy:
         for p, r in scored:
             b = r.maintained
             judged = p[2] >= self.threshold or (p[1] > p[0] and self._list_change(a, b)) or (
-                target.level == "intra" and p[2] > p[1] and p[2] >= INTRA_FLOOR and subject.same_subject(a, b))
+                target.level == "intra" and p[2] > p[1] and p[2] >= INTRA_FLOOR
+                and (subject.same_subject(a, b) or (self.topic_from and topic.same_question(a, b))))
             if not self.subject_first:
                 if judged:
                     contra.append((float(p[2]), r))
