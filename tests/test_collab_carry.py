@@ -145,3 +145,9 @@ def test_a_value_is_not_carried_onto_another_question(tmp_path, settings, embedd
         assert now["most"].valid, now["most"].maintained
     finally:
         memory.close()
+    # two wordings that share no topic word may be one question asked in other words, which the note links: carried
+    from memgraft.collab.maintain import topic
+
+    assert not topic.other_question_on_topic("Q: Who was the coach of sv damstadt 98 after the sacking of norbert "
+                                             "maier? A: Torsten Frings",
+                                             "Q: Who filled the vacant manager position? A: Dirk Schuster")

@@ -123,6 +123,13 @@ def other_question(a: str, b: str) -> bool:
     return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
 
 
+def other_question_on_topic(a: str, b: str) -> bool:
+    """Two questions (:func:`other_question`) on one topic: they share a topic word ("world cup"). Two wordings that
+    share none may be one question asked in other words ("Who filled the vacant manager position?" / "Who was the
+    coach of sv darmstadt 98 after ...?"), which only a third memory can link."""
+    return other_question(a, b) and bool(topic_words(a) & topic_words(b))
+
+
 SAME_MIN_WORDS = 3  # a question's content words from which it says what one memory is about
 
 
