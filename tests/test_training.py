@@ -263,7 +263,9 @@ def test_pair_judge_trains_in_ray_train_resumes_and_beats_the_untrained_one(ray_
     second = run_judge(tiny, tmp_path, sources=sources, heldout=heldout, epochs=5, encoder=False, embedder=shared)
     assert (second["train"]["epoch"], second["train"]["resumed_from_epoch"]) == (5, 3)
     before, after = second["untrained"]["timeqa-val"], second["trained"]["timeqa-val"]
-    assert after["updater"]["conflict_f1"] > before["updater"]["conflict_f1"] + 0.2
+    # the subject and topic rules now settle many pairs whatever the judge reads (the untrained judge's updater scores
+    # 0.89 here), so a fixed margin is unreachable: training must still raise the updater's F1 and the pairs' own
+    assert after["updater"]["conflict_f1"] > before["updater"]["conflict_f1"]
     assert after["updater"]["maintenance_accuracy"] > before["updater"]["maintenance_accuracy"]
     assert after["pairs"]["f1"] > before["pairs"]["f1"]
     assert load_judge(tmp_path / "judge.pt").config.dim == 384
