@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
 FORMAT = "memgraft.pair-judge/1"
 BUNDLED = Path(__file__).parent.parent / "assets" / "judge-all-MiniLM-L6-v2.pt"
-# in its own group, a note that names the team memory's subject and reads more contradicting than agreeing is
-# overruled from this P(contradiction) on: the judge's "neutral" there is its doubt about the subject, which the
-# names settle ("G. Whittingham" / "Guy Whittingham")
+# in its own group, a note that names the team memory's subject (or asks its lower-case question) and reads more
+# contradicting than agreeing is overruled from this P(contradiction) on: the judge's "neutral" there is its doubt
+# about the subject, which the names settle ("G. Whittingham" / "Guy Whittingham")
 INTRA_FLOOR = 0.3
 
 

@@ -326,23 +326,33 @@ def stated(value: tuple[str, ...], old: tuple[str, ...]) -> bool:
     """Every content word of ``old`` is among ``value``'s words, a hyphenated word's parts included on both sides
     (:func:`content` reads "T-Series" as "t" and "series")."""
     words = content(old)
-    hay = value + tuple(part for w in value if "-" in w for part in w.split("-") if part)
-    return bool(words) and all(among(w, hay) for w in words)
+    return bool(words) and all(among(w, with_parts(value)) for w in words)
+
+
+def with_parts(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words and the parts of the hyphenated ones, as :func:`content` splits them."""
+    return words + tuple(part for w in words if "-" in w for part in w.split("-") if part)
 
 
 def restates(a: str, b: str) -> bool:
     """``a`` names ``b``'s value word for word, in order, where ``b``'s value was read after what opens one and
     ``a``'s only as its last run of names: "heard Angelo Bonelli mentioned for the chairperson of the Greens the
-    other day" restates "The answer ... changed in October 2009 to Angelo Bonelli", whatever name it ends on."""
+    other day" restates "The answer ... changed in October 2009 to Angelo Bonelli", whatever name it ends on.
+    The value must be a whole name of ``a``'s other than the one read as its value ("launches on May 3" does not
+    restate "(was May 3)"), not part of a longer name, not inside a question and not one item of a list."""
     ra, rb = read(a), read(b)
     if not ra.by_run or rb.by_run or rb.replaced or not strong(rb.value):
         return False
     v, n = rb.value, len(rb.value)
-    if not any(len(run) == n and run != ra.value and all(near(x, y) for x, y in zip(run, v)) for run in ra.names):
-        return False  # a whole name of a's, not its own value ("launches on May 3" against "(was May 3)") nor a
-    words = text_words(asked.without_questions(a[: rules.READ_CHARS]))  # part of a longer one, nor in a question
-    return any(all(near(x, y) for x, y in zip(words[i: i + n], v)) and "and" not in words[max(i - 1, 0): i + n + 1]
-               for i in range(len(words) - n + 1))  # nor one item of a list
+
+    def is_value(run: tuple[str, ...]) -> bool:
+        return len(run) == n and all(near(x, y) for x, y in zip(run, v))
+
+    if not any(is_value(run) and run != ra.value for run in ra.names):
+        return False
+    words = text_words(asked.without_questions(a[: rules.READ_CHARS]))
+    return any(is_value(words[i: i + n]) and "and" not in words[max(i - 1, 0): i + n + 1]
+               for i in range(len(words) - n + 1))
 
 
 @lru_cache(maxsize=65536)

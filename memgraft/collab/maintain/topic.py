@@ -83,10 +83,15 @@ def _question(text: str) -> tuple[frozenset[str], bool] | None:
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
     quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
     embedded = [(words, True) for q in asked_.ASKED.findall(body) if len(words := _question_words(q)) >= 2]
-    keyed = [(words, True) for q in map(_from_asking, _KEYED.findall(body))
-             if asked_.opens(q) and len(words := _question_words(q)) >= 2]
-    found = quoted or asked or embedded or keyed  # a quoted question is marked as one: "quick one: '...' — 40, right?"
+    # a quoted question is marked as one: "quick one: '...' — 40, right?"; a key is read only where nothing else asks
+    found = quoted or asked or embedded or _keyed(body)
     return found[-1] if found else None
+
+
+def _keyed(body: str) -> list[tuple[frozenset[str], bool]]:
+    """Questions asked as keys ("Where was the previous fifa world cup held: Brazil") that open as questions do."""
+    return [(words, True) for q in map(_from_asking, _KEYED.findall(body))
+            if asked_.opens(q) and len(words := _question_words(q)) >= 2]
 
 
 def _from_asking(span: str) -> str:
@@ -148,8 +153,7 @@ def same_question(a: str, b: str) -> bool:
 @lru_cache(maxsize=65536)
 def _with_parts(text: str) -> tuple[str, ...]:
     """The text's words and the parts of its hyphenated ones, as :func:`subject.content` splits them."""
-    words = subject.text_words(text[: rules.READ_CHARS])
-    return words + tuple(part for w in words if "-" in w for part in w.split("-") if part)
+    return subject.with_parts(subject.text_words(text[: rules.READ_CHARS]))
 
 
 def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
