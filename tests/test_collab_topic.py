@@ -52,6 +52,27 @@ def test_another_lower_case_question_is_another_topic_and_the_same_one_is_not():
     assert not topic.other_topic(POINTS, ASSISTS, words, min_memories=words.n + 1)  # too few memories to tell
 
 
+def test_two_places_named_in_lower_case_are_two_topics_however_common_their_names():
+    """'united states' is in many of a team's questions, so it is never the rarest word of one; the LLM's vocabulary
+    still spells it, and 'india', as a name (memgraft.collab.maintain.cased). From a SituatedQA team in one bank."""
+    us = "Confirmed: The last time the united states had a solar eclipse is August 21, 2017."
+    india = "As of 2019, the last time solar eclipse happened in india was December 26, 2019."
+    common = [f"Q: who was the {i}th president of the united states? A: Name{i}" for i in range(12)]
+    eclipses = ["Log: the last time a solar eclipse was seen in the team's town? — 1999",
+                "Q: when is the next solar eclipse? A: 2026"]
+    words = team_words([*common, *eclipses])
+    assert topic.other_topic(us, india, words, 50)
+    # one name on one side only is no second subject; one question asked again still supersedes
+    assert not topic.other_topic(us, "Record: the last time the united states had a solar eclipse was 2024.", words, 50)
+    assert not topic.other_topic(us, "the last time we had a solar eclipse was June 2, 2024.", words, 50)
+
+
+def test_the_capitalisation_prior_reads_names_and_not_common_words():
+    from memgraft.collab.maintain import cased
+    assert all(map(cased.is_name, ["india", "milwaukee", "cleveland", "olympics"]))
+    assert not any(map(cased.is_name, ["president", "states", "last", "time", "game", "score"]))
+
+
 @pytest.fixture(scope="module")
 def default(settings, embedder):
     return make_policy(settings, embedder=embedder)  # the product default: the pair judge and its second opinion

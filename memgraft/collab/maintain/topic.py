@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
 from memgraft.collab.maintain import asked as asked_
-from memgraft.collab.maintain import rules, subject
+from memgraft.collab.maintain import cased, rules, subject
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.store import MemoryBank
@@ -164,16 +164,24 @@ def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     ta, tb = topic_words(a), topic_words(b)
     if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
         return False
-    all_a = subject.text_words(a[: rules.READ_CHARS])
-    all_b = subject.text_words(b[: rules.READ_CHARS])
+    all_a = _with_parts(a)
+    all_b = _with_parts(b)
     only_a = [w for w in ta if not subject.among(w, all_b)]
     only_b = [w for w in tb if not subject.among(w, all_a)]
     if not only_a or not only_b:
         return False
+    if _names_one_side(a, only_a) and _names_one_side(b, only_b):
+        return True  # "the milwaukee bucks" / "the cleveland browns": two subjects in lower case
     shared = (ta - set(only_a)) | (tb - set(only_b))
     rarest_shared = min((words.df[w] for w in shared), default=None)
     rarest_own = max(min(words.df[w] for w in only_a), min(words.df[w] for w in only_b))
     return rarest_shared is None or rarest_own < rarest_shared
+
+
+def _names_one_side(text: str, only: list[str]) -> bool:
+    """One of the words only this text has is a name written in lower case (:mod:`cased`), outside its value."""
+    value = subject.read(text).value
+    return any(cased.is_name(w) and not subject.among(w, value) for w in only)
 
 
 _COUNTS: "weakref.WeakKeyDictionary[MemoryBank, OrderedDict[str, TeamWords]]" = weakref.WeakKeyDictionary()
