@@ -17,7 +17,7 @@ from functools import lru_cache
 
 log = logging.getLogger(__name__)
 
-SPACE = "Ġ"  # the byte-level BPE's mark for a token that opens a word
+SPACE = "Ġ".encode()  # the byte-level BPE's mark for a token that opens a word, as the file stores it
 RATIO = 3.0  # the lower-case form's rank at least this many times the capitalised one's (or no lower-case token)
 
 
@@ -37,8 +37,8 @@ def _ranks() -> dict[str, int]:
     out: dict[str, int] = {}
     for rank, i in enumerate(field.data):
         tok = bytes(field.parts[i])
-        if tok[:2] == SPACE.encode():
-            out.setdefault(tok[2:].decode("utf-8", "replace"), rank)
+        if tok.startswith(SPACE):
+            out.setdefault(tok[len(SPACE):].decode("utf-8", "replace"), rank)
     return out
 
 

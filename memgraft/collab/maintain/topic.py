@@ -171,7 +171,7 @@ def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     if not only_a or not only_b:
         return False
     if _names_one_side(a, only_a) and _names_one_side(b, only_b):
-        return True  # "the milwaukee bucks" / "the cleveland browns": two subjects in lower case
+        return True  # "the united states had a solar eclipse" / "... happened in india": two subjects in lower case
     shared = (ta - set(only_a)) | (tb - set(only_b))
     rarest_shared = min((words.df[w] for w in shared), default=None)
     rarest_own = max(min(words.df[w] for w in only_a), min(words.df[w] for w in only_b))
