@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.maintain import topic
+from memgraft.collab.maintain import cased, topic
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
 from memgraft.collab.types import Action, Relation
@@ -291,3 +291,11 @@ def test_a_question_asked_as_a_key_is_read(default, keyed, record):
     assert judge(default, old, new, topic.TeamWords()).action is Action.keep
     assert topic.same_question("Log: When did galway last win the hurling all ireland = 1988",
                                "When did galway last win the hurling all ireland? 2017.")
+
+
+def test_the_prior_can_be_read_ahead_in_the_background():
+    """A service reads the prior at start-up (``cased.warm``) so that its first write does not pay for it."""
+    cased._ranks.cache_clear()
+    assert cased._ranks.cache_info().currsize == 0
+    cased.warm().join(timeout=60)
+    assert cased._ranks.cache_info().currsize == 1 and cased.is_name("india")
