@@ -113,9 +113,10 @@ class _Rows:
 
 def test_a_postgres_search_from_the_cached_matrix_is_one_round_trip(pg_url, monkeypatch):
     """A small team's search sends one round trip to the server (the hits' rows, the team's version read by the
-    statement that binds the team), an as-of search two (the log since, then the hits); after another bank's
-    write the version read with the hits tells the matrix is stale, and the search is ranked again from it,
-    brought up: the same hits as a freshly opened bank."""
+    statement that binds the team), an as-of search one too (the log since, with the rows of the hits the cached
+    matrix guesses), two where a hit was not guessed; after another bank's write the version read with the hits
+    tells the matrix is stale, and the search is ranked again from it, brought up: the same hits as a freshly
+    opened bank."""
     from memgraft.collab.bank import pool
 
     url = pg_url()
@@ -137,7 +138,14 @@ def test_a_postgres_search_from_the_cached_matrix_is_one_round_trip(pg_url, monk
         assert len(trips) == 1, trips
         trips.clear()
         reader.search("ops", w, 5, as_of=when)
-        assert len(trips) == 2, trips
+        assert len(trips) == 1, trips
+    expected, guess = _hits(reader, "ops", as_of=when), type(reader)._likely_hits
+    monkeypatch.setattr(type(reader), "_likely_hits", lambda *a: guess(*a)[1:])  # the best hit not guessed
+    assert _hits(reader, "ops", as_of=when) == expected
+    for w in WORDS[:4]:
+        trips.clear()
+        reader.search("ops", w, 5, as_of=when)
+        assert len(trips) == 2, trips  # the log and the guessed rows, then the hit that was not guessed
     monkeypatch.undo()
 
     _revise(writer, "ops", 5, "ops2-2")

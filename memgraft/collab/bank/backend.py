@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import SCHEMA, create_schema, id_chunks, to_blob
+from memgraft.collab.bank.schema import CHANGED_SINCE_SQL, SCHEMA, create_schema, id_chunks, to_blob
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.index import TeamIndex
@@ -48,9 +48,15 @@ class Backend:
     time_no_index = ""  # prefix that keeps the planner off the time index for lookups by key
     team_no_index = ""  # prefix that keeps the planner off the team indexes for a scan by write order
     bound_team: str | None = None  # set: this connection serves one team and refuses the others
+    changed_since_sql = CHANGED_SINCE_SQL  # the as-of search's read of the log ({time}: the time column)
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         raise NotImplementedError
+
+    def execute_all(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[tuple]]:
+        """Each statement's rows, in order: reads that need no answer from each other. PostgreSQL sends them
+        in one round trip and one snapshot; here they run one after another."""
+        return [list(self.execute(sql, params).fetchall()) for sql, params in statements]
 
     def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         """``column`` among ``ids``, as (SQL condition, named parameters), in as few statements as the

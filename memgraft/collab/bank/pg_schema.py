@@ -22,6 +22,24 @@ TEAM_SETTING = "memgraft.team"
 HNSW_INDEX = "memories_hnsw"  # the prefix of each large team's own index (``team_index``); schemas 1-2: one for all
 ROW_TABLES = ("groups", "memories", "decisions")
 
+# ``schema.CHANGED_SINCE_SQL``'s rows, each memory's last decision by :as_of found by one aggregate over the log's rows
+# of the memories decided on since, then read by its key: PostgreSQL ran SQLite's sorted subquery per memory as a
+# scan of the team's log per row and hashed the whole log for the join (an ~800 team: 0.8 ms against 0.3 ms this
+# way; 20,000: 13.8 against 9.0 ms). A window over the same rows was as fast on small teams, but was planned as a
+# nested loop over both sides (20,000: 50 ms).
+CHANGED_SINCE_SQL = """
+SELECT m.memory_id, m.team, m.group_id, m.type, m.author, m.original, COALESCE(d.after, m.original),
+       m.time, d.relation, d.action, COALESCE(d.valid_after, 1), COALESCE(d.decided_at, m.time), m.rowid,
+       m.maintained, m.original_embedding
+FROM (SELECT memory_id, (ARRAY_AGG(seq ORDER BY decided_at DESC, seq DESC)
+                         FILTER (WHERE decided_at <= :as_of))[1] AS last
+      FROM decisions WHERE team = :team AND memory_id IN (
+          SELECT memory_id FROM decisions WHERE team = :team AND decided_at > :as_of)
+      GROUP BY memory_id) c
+JOIN memories m ON m.team = :team AND m.memory_id = c.memory_id
+LEFT JOIN decisions d ON d.seq = c.last
+WHERE {time} <= :as_of"""
+
 FORGET_SETTING = "memgraft.forget"  # 'on' in one transaction: the triggers let it DELETE (``forget``), never TRUNCATE
 # Schema 3 (``migrate``): a DELETE in a transaction that set FORGET_SETTING passes; anything else is refused.
 REFUSE = f"""CREATE OR REPLACE FUNCTION memgraft_refuse() RETURNS trigger LANGUAGE plpgsql AS

@@ -38,7 +38,7 @@ from memgraft.collab.bank import pg_search, pool
 from memgraft.collab.bank.backend import Backend, Peek, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
-from memgraft.collab.bank.pg_schema import (COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
+from memgraft.collab.bank.pg_schema import (CHANGED_SINCE_SQL, COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
                                             SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
                                             team_index, team_literal, to_psycopg)
 from memgraft.collab.bank.pool import Rows
@@ -66,6 +66,7 @@ class PostgresBackend(Backend):
     ranks_in_db = True
     peeks_version = True
     team_size = ", memories"  # kept by the memories_counted trigger
+    changed_since_sql = CHANGED_SINCE_SQL
 
     def __init__(self, url: str, team: str | None = None):
         try:
@@ -287,6 +288,28 @@ class PostgresBackend(Backend):
             if peek is not None:
                 peek[1].version = bound.fetchone()[-1]
             return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
+
+        return pool.with_connection(self._shared, self.where, run)
+
+    def execute_all(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[tuple]]:
+        """Outside a write transaction, every statement in one pipeline (BEGIN, the binding, the statements,
+        COMMIT: one round trip), in one REPEATABLE READ snapshot, so the rows agree with each other and with a
+        pending ``peek_version``; a read-only transaction there never fails to serialise."""
+        bind = self._locals(self._team)
+        if self._tx is not None or bind is None or len(statements) < 2:
+            return super().execute_all(statements)
+        peek, self._peek = self._peek, None
+        converted = [(to_psycopg(sql), params) for sql, params in statements]
+
+        def run(conn: Any) -> list[list[tuple]]:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                bound = conn.execute(*bind)
+                curs = [conn.execute(sql, params, binary=True) for sql, params in converted]
+                conn.execute("COMMIT")
+            if peek is not None:
+                peek[1].version = bound.fetchone()[-1]
+            return [cur.fetchall() if cur.description else [] for cur in curs]
 
         return pool.with_connection(self._shared, self.where, run)
 

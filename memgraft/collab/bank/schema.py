@@ -77,6 +77,10 @@ FROM memories m LEFT JOIN decisions d ON d.seq = (
     WHERE d2.team = m.team AND d2.memory_id = m.memory_id AND d2.decided_at <= :as_of
     ORDER BY d2.decided_at DESC, d2.seq DESC LIMIT 1)
 WHERE m.team = :team AND {time} <= :as_of"""
+# The memories written by :as_of and decided on after it, as they stood then (AS_OF_SQL's columns, then today's
+# text and the original's vector); PostgreSQL has its own (``pg_schema``).
+CHANGED_SINCE_SQL = AS_OF_SQL.format(time="{time}", extra=", m.maintained, m.original_embedding") + \
+    " AND m.memory_id IN (SELECT memory_id FROM decisions WHERE team = :team AND decided_at > :as_of)"
 DECISION_COLUMNS = ("decision_id, team, memory_id, group_id, decided_at, level, relation, action, "
                     "before, after, valid_before, valid_after, decided_by, reason")
 

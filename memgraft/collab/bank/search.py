@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from memgraft.collab.bank.transaction import GroupTransaction
 
 
+AS_OF_GUESS_SLACK = 16  # rows guessed past k: today's ranks of rows decided on since may push a few out
+AS_OF_GUESS_MAX_ROWS = 5_000  # a team's cached rows up to which the guess (one matmul) is cheaper than a round trip
+
+
 class BankSearch(BankVectors):
     """Top-k search by cosine to maintained texts; the reads it needs come from ``MemoryBank``."""
 
@@ -34,6 +38,10 @@ class BankSearch(BankVectors):
         raise NotImplementedError  # MemoryBank reads them
 
     def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
+        raise NotImplementedError  # MemoryBank reads them
+
+    def as_of_reads(self, team: str, as_of: datetime, ids: Sequence[str]
+                    ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
         raise NotImplementedError  # MemoryBank reads them
 
     def embeddings(self, team: str, memory_ids: Sequence[str]) -> np.ndarray:
@@ -99,7 +107,7 @@ class BankSearch(BankVectors):
         when, until_us = iso(as_of), to_us(as_of)
         self._db.use_team(team)
         with self._db.peek_version(team) as seen:  # read with the log (PostgreSQL): the cached matrix is checked free
-            then_now = self.changed_since(team, as_of)
+            then_now, live = self.as_of_reads(team, as_of, self._likely_hits(team, q, k, valid_only, types, until_us))
         past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
         # text then = today's: today's vector; else the original's, stored (the updater revises a memory once);
         # else (revised twice) embedded afresh
@@ -116,5 +124,22 @@ class BankSearch(BankVectors):
             overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
         idx = self._ranked_rows(team, q, k, valid_only, types, when, changed, seen.version)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)
-        found = {m.memory_id: m for m in self.memories(team, as_of=as_of, ids=[h[0] for h in hits])}
+        # a hit's row then: the log's, where it was decided on since; else its live row, if read with the log and
+        # not decided on after as_of (a guard: one snapshot holds both); else read as of then
+        found = {m.memory_id: m for m in past} | {
+            i: m for i, m in live.items() if i not in overlay and m.maintained_at <= as_of and m.time <= as_of}
+        missing = [h[0] for h in hits if h[0] not in found]
+        if missing:
+            found.update((m.memory_id, m) for m in self.memories(team, as_of=as_of, ids=missing))
         return [(with_vec(found[i], v), s) for i, s, v in hits]
+
+    def _likely_hits(self, team: str, q: np.ndarray, k: int, valid_only: bool, types: Sequence[MemoryType] | None,
+                     until_us: int) -> list[str]:
+        """An as-of search's hits as the cached matrix ranks them today, ``AS_OF_GUESS_SLACK`` past k, where the
+        backend reads them in the log's round trip (PostgreSQL) and the matrix is small: its rows not decided on
+        since are their rows then, so the hits need no second round trip. Past ``AS_OF_GUESS_MAX_ROWS`` the matmul
+        this adds costs more than the round trip it saves."""
+        cached = self._indexes.get(team) if self._db.peeks_version and not self._db.ranks_team_in_db(team) else None
+        if cached is None or cached.n > AS_OF_GUESS_MAX_ROWS:
+            return []
+        return [h[0] for h in rank(cached, q, k + AS_OF_GUESS_SLACK, valid_only, types, until_us, {})]

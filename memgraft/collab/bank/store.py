@@ -270,18 +270,27 @@ class MemoryBank(BankSearch):
         One statement, the ids never leave the database: at 100k memories this set is
         ~19,000 rows, and passing them back in as parameters took most of an as-of search.
         """
-        sql = AS_OF_SQL.format(time=f"{self._db.time_no_index}m.time",
-                               extra=", m.maintained, m.original_embedding") + \
-            " AND m.memory_id IN (SELECT memory_id FROM decisions WHERE team = :team AND decided_at > :as_of)"
+        return self.as_of_reads(team, as_of, ())[0]
+
+    def as_of_reads(self, team: str, as_of: datetime, ids: Sequence[str]
+                    ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
+        """``changed_since``, and the live rows of ``ids`` read with it (one round trip on PostgreSQL): an as-of
+        search's guessed hits, whose live row is their row then where they were not decided on since."""
+        args = {"team": team, "as_of": iso(as_of)}
+        statements = [(self._db.changed_since_sql.format(time=f"{self._db.time_no_index}m.time"), args)]
         with self._lock:
-            rows = self._team_db(team).execute(sql, {"team": team, "as_of": iso(as_of)}).fetchall()
+            db = self._team_db(team)
+            statements += [(f"SELECT {LIVE_COLUMNS} FROM memories m WHERE team = :team AND {cond}", {**args, **id_args})
+                           for cond, id_args in db.id_filters("m.memory_id", list(ids))] if ids else []
+            rows, *live = db.execute_all(statements)
+        current = {m.memory_id: m for part in live for m in map(row_to_memory, part)}
         rows.sort(key=lambda r: (r[7], r[12]))
         then = [row_to_memory(r) for r in rows]
         wanted = [i for i, (m, r) in enumerate(zip(then, rows))
                   if r[14] is not None and m.maintained == m.original != r[13]]
         vecs = self._db.decode_vecs([rows[i][14] for i in wanted], self.dim) if wanted and self.dim else []
         original: dict[int, np.ndarray] = dict(zip(wanted, vecs))
-        return [(m, r[13], original.get(i)) for i, (m, r) in enumerate(zip(then, rows))]
+        return [(m, r[13], original.get(i)) for i, (m, r) in enumerate(zip(then, rows))], current
 
     def decisions(self, team: str, memory_id: str | None = None) -> list[Decision]:
         """The append-only log, in the order decisions were applied."""
