@@ -295,7 +295,19 @@ def test_a_question_asked_as_a_key_is_read(default, keyed, record):
 
 def test_the_prior_can_be_read_ahead_in_the_background():
     """A service reads the prior at start-up (``cased.warm``) so that its first write does not pay for it."""
-    cased._ranks.cache_clear()
-    assert cased._ranks.cache_info().currsize == 0
+    cased._read.cache_clear()
+    assert cased._read.cache_info().currsize == 0
     cased.warm().join(timeout=60)
-    assert cased._ranks.cache_info().currsize == 1 and cased.is_name("india")
+    assert cased._read.cache_info().currsize == 1 and cased.is_name("india")
+
+
+def test_a_write_during_the_background_read_waits_for_it_and_the_file_is_parsed_once(monkeypatch):
+    import gguf
+
+    parsed, real = [], gguf.GGUFReader
+    monkeypatch.setattr(gguf, "GGUFReader", lambda *a, **k: (parsed.append(1), real(*a, **k))[1])
+    cased._read.cache_clear()
+    thread = cased.warm()
+    ranks = cased._ranks()  # what a write's topic check asks while the service's start-up read runs
+    thread.join(timeout=60)
+    assert ranks and ranks is cased._ranks() and len(parsed) == 1

@@ -22,8 +22,18 @@ SPACE = "Ġ".encode()  # the byte-level BPE's mark for a token that opens a word
 RATIO = 3.0  # the lower-case form's rank at least this many times the capitalised one's (or no lower-case token)
 
 
-@lru_cache(maxsize=1)
+_reading = threading.Lock()
+
+
 def _ranks() -> dict[str, int]:
+    """The vocabulary's word-opening tokens by rank, read once a process: a caller that comes while another reads
+    (a write during ``warm``'s read) waits for that read instead of parsing the file a second time."""
+    with _reading:
+        return _read()
+
+
+@lru_cache(maxsize=1)
+def _read() -> dict[str, int]:
     """The vocabulary's word-opening tokens by rank (empty where the bundled LLM is not installed: nothing is read)."""
     try:
         import gguf
