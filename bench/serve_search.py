@@ -145,7 +145,8 @@ def print_tables(result: dict[str, Any]) -> None:
     b = result["banks"]
     con.print(f"{result['cpus']} CPUs; banks: {len(b['teams'])} teams, {b['counts']['memories']} memories "
               f"({b['counts']['outdated_memories']} outdated), built with the rules updater in {b['seconds']:.1f} s; "
-              f"S_sem: {escape(result['semantic_source'])}; k {result['k']}")
+              f"S_sem: {escape(result['semantic_source'])}; k {result['k']}; "
+              + "; ".join(f"{k} {v}" for k, v in result.get("dtypes", {}).items()))
     t = Table(title="POST /v1/teams/{team}/search over HTTP against CollabMemory.search in process "
                     "(latency per request in ms, client side)")
     for c in ("clients", "path", "requests", "errors", "p50", "p99", "req/s", "p50 served / in-process",
@@ -235,6 +236,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.collab.retrieve.retriever import ValidityRetriever
 
     m0 = memories[team0]
+    second = getattr(m0.policy, "second", None)  # the pair encoder, where the updater has one
+    # bf16 or fp32 (the dtype probe's choice on this CPU): a write's time is mostly these two models' forwards
+    result["dtypes"] = {"embedder": getattr(embedder, "dtype", "?"),
+                        "pair encoder": getattr(second, "inference_dtype", "none")}
     result["semantic_source"] = ValidityRetriever(m0.bank, m0.embedder, m0.reranker, m0.scorer,
                                                   settings.hicomer).reranker_name
     offset = 0
