@@ -68,6 +68,15 @@ class Backend:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
 
+    def defer(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> None:
+        """A write whose answer nobody reads: PostgreSQL sends it with the transaction's next read or its COMMIT
+        (one round trip for several), an error in it raised there; here it runs now."""
+        self.execute(sql, params)
+
+    def defer_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``executemany`` as ``defer`` sends it."""
+        self.executemany(sql, rows)
+
     def begin(self, team: str | None) -> None:
         """Open a write transaction; with ``team``, writers of that team wait here for each other."""
         raise NotImplementedError

@@ -41,6 +41,7 @@ from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.pg_schema import (CHANGED_SINCE_SQL, COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
                                             SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
                                             team_index, team_literal, to_psycopg)
+from memgraft.collab.bank.pg_pipeline import Pipelined
 from memgraft.collab.bank.pool import Rows
 
 # A team up to this size is ranked exactly (the cached matrix); a larger one through its HNSW index. Measured (2 cores, pgvector
@@ -54,7 +55,7 @@ HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 
 
-class PostgresBackend(Backend):
+class PostgresBackend(Pipelined, Backend):
     """A borrower of the process's pool for its URL (``pool``): a connection per transaction, none held between.
 
     A statement outside a write transaction runs in a short transaction of its own,
@@ -82,6 +83,7 @@ class PostgresBackend(Backend):
         self._tx_team: str | None = None
         self._shared: pool.SharedPool | None = None
         self._peek: tuple[str, Peek] | None = None  # (team, box): the next bound statement reads its version too
+        self._deferred: list[tuple[str, Any, bool]] = []  # a write tx's statements whose answers nobody reads (``defer``)
         if not pool.known(url):
             self._first_setup()  # once per process and URL: the role, the extension, the tables
         self._shared = pool.acquire(url, self.where)
@@ -270,8 +272,16 @@ class PostgresBackend(Backend):
         of its own on a borrowed one (the team bound, ``SET LOCAL``); a broken connection is replaced once."""
         if self._tx is not None:
             try:
-                return self._tx.execute(sql, params, binary=True)
+                if not self._deferred:
+                    return self._tx.execute(sql, params, binary=True)
+                with self._tx.pipeline():  # the deferred writes and this statement: one round trip
+                    held = self._send_deferred(self._tx)
+                    cur = self._tx.execute(sql, params, binary=True)
+                for c in held:
+                    c.close()
+                return cur
             except self._psycopg.Error as err:
+                self._deferred.clear()
                 pool.reraise(err, self.where)
         bind = self._locals(self._team)
         if bind is None:
@@ -291,41 +301,14 @@ class PostgresBackend(Backend):
 
         return pool.with_connection(self._shared, self.where, run)
 
-    def execute_all(self, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[tuple]]:
-        """Outside a write transaction, every statement in one pipeline (BEGIN, the binding, the statements,
-        COMMIT: one round trip), in one REPEATABLE READ snapshot, so the rows agree with each other and with a
-        pending ``peek_version``; a read-only transaction there never fails to serialise."""
-        bind = self._locals(self._team)
-        if self._tx is not None or bind is None or len(statements) < 2:
-            return super().execute_all(statements)
-        peek, self._peek = self._peek, None
-        converted = [(to_psycopg(sql), params) for sql, params in statements]
-
-        def run(conn: Any) -> list[list[tuple]]:
-            with conn.pipeline():
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                bound = conn.execute(*bind)
-                curs = [conn.execute(sql, params, binary=True) for sql, params in converted]
-                conn.execute("COMMIT")
-            if peek is not None:
-                peek[1].version = bound.fetchone()[-1]
-            return [cur.fetchall() if cur.description else [] for cur in curs]
-
-        return pool.with_connection(self._shared, self.where, run)
-
     def id_filters(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         """One array parameter, however many ids: as-of search at 100k read ~20,000 ids, and
         40 statements of 500 placeholders each took most of its time."""
         yield f"{column} = ANY(:ids)", {"ids": list(ids)}
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if self._tx is None:
-            raise BankError("executemany outside a write transaction")  # the bank writes in transactions only
-        try:
-            with self._tx.cursor() as cur:
-                cur.executemany(to_psycopg(sql), rows)
-        except self._psycopg.Error as err:
-            pool.reraise(err, self.where)
+        self.defer_many(sql, rows)
+        self.execute_untied("SELECT 1")  # sent now, with anything deferred before it
 
     def begin(self, team: str | None) -> None:
         """Borrow a connection for the transaction; one a restart broke is replaced (nothing was written yet)."""
@@ -348,14 +331,23 @@ class PostgresBackend(Backend):
     def commit(self) -> None:
         conn, self._tx = self._tx, None
         try:
-            conn.execute("COMMIT")
+            if self._deferred:
+                with conn.pipeline():
+                    held = self._send_deferred(conn)
+                    conn.execute("COMMIT")
+                for c in held:
+                    c.close()
+            else:
+                conn.execute("COMMIT")
         except self._psycopg.Error as err:
             pool.reraise(err, self.where)
         finally:
+            self._deferred.clear()
             self._shared.pool.putconn(conn)
 
     def rollback(self) -> None:
         conn, self._tx = self._tx, None
+        self._deferred.clear()
         if conn is None:
             return
         try:

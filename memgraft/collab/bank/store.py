@@ -186,8 +186,9 @@ class MemoryBank(BankSearch):
                                           f"before the last applied group ({last}); a team's groups apply in time order")
                 if self.dim is not None and version is not None and not self._db.ranks_team_in_db(group.team):
                     self._index(group.team, version)  # cache the committed vectors before this group writes any
-                conn.execute("INSERT INTO teams (team, version) VALUES (?, 0) ON CONFLICT DO NOTHING", (group.team,))
-                conn.execute("INSERT INTO groups VALUES (?, ?, ?, ?)", (group.team, group.group_id, iso(group.time),
+                # sent with the group's next read (PostgreSQL: no round trip of their own)
+                conn.defer("INSERT INTO teams (team, version) VALUES (?, 0) ON CONFLICT DO NOTHING", (group.team,))
+                conn.defer("INSERT INTO groups VALUES (?, ?, ?, ?)", (group.team, group.group_id, iso(group.time),
                                                                        iso(datetime.now(timezone.utc))))
                 tx = GroupTransaction(self, group)
                 self._tx = tx

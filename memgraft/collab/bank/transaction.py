@@ -89,7 +89,7 @@ class GroupTransaction:
                 raise BankError(f"team {g.team!r} already holds memories {sorted(r[0] for r in clash)}")
         vecs = self.bank._embed([m.content for m in g.memories])
         t, t_us = iso(g.time), to_us(g.time)
-        conn.executemany(
+        conn.defer_many(  # sent with the next read (the targets' states) or the version bump
             "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
             "relation, action, valid, maintained_at, embedding, original_embedding) "
             "VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?,?)",
@@ -115,14 +115,14 @@ class GroupTransaction:
         vecs = self.bank._embed([d.after for d in revised]) if revised else None
         vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
         conn = self.bank._team_db(self.team)
-        # two batched statements, in the decisions' order (one round trip each on PostgreSQL)
-        conn.executemany(
+        # two batched statements, in the decisions' order, sent with the version bump (PostgreSQL)
+        conn.defer_many(
             "UPDATE memories SET maintained = ?, relation = ?, action = ?, valid = ?, maintained_at = ?, "
             "embedding = COALESCE(?, embedding) WHERE team = ? AND memory_id = ?",
             [(d.after, str(d.relation), str(d.action), int(d.valid_after), iso(d.decided_at),
               None if vec_of.get(id(d)) is None else conn.encode_vec(vec_of[id(d)]), d.team, d.memory_id)
              for d in decisions])
-        conn.executemany(
+        conn.defer_many(
             f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
               str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason)
