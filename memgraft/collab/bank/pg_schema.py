@@ -146,3 +146,21 @@ def to_psycopg(sql: str) -> str:
     """SQLite placeholders (``?``, ``:name``) as psycopg's (``%s``, ``%(name)s``); a literal ``%`` doubled."""
     sql = sql.replace("%", "%%").replace("?", "%s")
     return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
+
+
+def upgrade_to_3(db: Any, teams: list[str], exact_max_rows: int) -> None:
+    """Schema 3 on ``db`` (a ``PostgresBackend``), in its tx under the schema lock: the team sizes the first schema
+    lacked, counted again team by team (row-level security), the triggers that allow ``forget``, and no
+    whole-table HNSW index while every team is ranked exactly (the first schema built one for every bank); a team
+    past ``exact_max_rows`` gets its own."""
+    db.execute("ALTER TABLE teams ADD COLUMN IF NOT EXISTS memories BIGINT NOT NULL DEFAULT 0")
+    db.execute(REFUSE)
+    for statement in COUNT.split(";\n")[:2]:
+        db.execute(statement)
+    db.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")  # the whole-table index: one per large team now
+    for team in teams:
+        db.use_team(team)
+        n = db.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
+        db.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
+        if n > exact_max_rows:
+            db._build_index(team)

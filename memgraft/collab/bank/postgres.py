@@ -38,9 +38,9 @@ from memgraft.collab.bank import pg_search, pool
 from memgraft.collab.bank.backend import Backend, Peek, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
-from memgraft.collab.bank.pg_schema import (CHANGED_SINCE_SQL, COUNT, FORGET_SETTING, HAS_SCHEMA, HNSW_INDEX, LOCK_SPACE, REFUSE,
-                                            SCHEMA_LOCK, TEAM_SETTING, check_role, create_schema_on, ensure_vector,
-                                            team_index, team_literal, to_psycopg)
+from memgraft.collab.bank.pg_schema import (CHANGED_SINCE_SQL, FORGET_SETTING, HAS_SCHEMA, LOCK_SPACE, SCHEMA_LOCK,
+                                            TEAM_SETTING, check_role, create_schema_on, ensure_vector,
+                                            team_index, team_literal, to_psycopg, upgrade_to_3)
 from memgraft.collab.bank.pg_pipeline import Pipelined
 from memgraft.collab.bank.pool import Rows
 
@@ -185,20 +185,8 @@ class PostgresBackend(Pipelined, Backend):
                                 f"WHERE team = {team_literal(team)}")
 
     def upgrade_to_3(self, teams: list[str]) -> None:
-        """Schema 3 (``migrate``), in the caller's tx under the schema lock: the team sizes the first schema
-        lacked, counted again team by team (row-level security), the triggers that allow ``forget``, and no
-        whole-table HNSW index while every team is ranked exactly (the first schema built one for every bank)."""
-        self.execute("ALTER TABLE teams ADD COLUMN IF NOT EXISTS memories BIGINT NOT NULL DEFAULT 0")
-        self.execute(REFUSE)
-        for statement in COUNT.split(";\n")[:2]:
-            self.execute(statement)
-        self.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")  # the whole-table index: one per large team now
-        for team in teams:
-            self.use_team(team)
-            n = self.execute("SELECT COUNT(*) FROM memories WHERE team = ?", (team,)).fetchone()[0]
-            self.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
-            if n > EXACT_MAX_ROWS:
-                self._build_index(team)
+        """Schema 3 (``migrate``), in the caller's tx under the schema lock (``pg_schema.upgrade_to_3``)."""
+        upgrade_to_3(self, teams, EXACT_MAX_ROWS)
 
     def ranks_team_in_db(self, team: str) -> bool:
         """A large team from its HNSW index (``top_n``); a smaller one from the bank's cached matrix, as on SQLite:
