@@ -36,7 +36,7 @@ class Pipelined:
         pending ``peek_version``; a read-only transaction there never fails to serialise."""
         bind = self._locals(self._team)
         if self._tx is not None or bind is None or len(statements) < 2:
-            return [list(self.execute(sql, params).fetchall()) for sql, params in statements]
+            return super().execute_all(statements)  # type: ignore[misc]  # Backend's: one after another
         peek, self._peek = self._peek, None
         converted = [(to_psycopg(sql), params) for sql, params in statements]
 
@@ -66,16 +66,22 @@ class Pipelined:
             raise BankError("executemany outside a write transaction")  # the bank writes in transactions only
         self._deferred.append((to_psycopg(sql), list(rows), True))
 
-    def _send_deferred(self, conn: Any) -> list[Any]:
-        """Queue the deferred statements on ``conn``'s open pipeline; returns the executemany cursors, closed by the
-        caller once the pipeline has synced (a cursor closed before its results came would drop them)."""
+    def _with_deferred(self, conn: Any, sql: str | None = None, params: Any = (), binary: bool = False) -> Any:
+        """``sql`` on ``conn`` (the write transaction's, or the one COMMIT goes to), after the deferred statements
+        in the same pipeline: one round trip; ``sql`` None sends only them. Returns ``sql``'s cursor."""
         deferred, self._deferred = self._deferred, []
-        held = []
-        for sql, params, many in deferred:
-            if many:
-                held.append(conn.cursor())
-                held[-1].executemany(sql, params)
-            else:
-                conn.execute(sql, params)
-        return held
-
+        if not deferred:
+            return None if sql is None else conn.execute(sql, params, binary=binary)
+        held, cur = [], None
+        with conn.pipeline():
+            for text, args, many in deferred:
+                if many:  # the cursor kept open until the pipeline syncs: one closed earlier drops its results
+                    held.append(conn.cursor())
+                    held[-1].executemany(text, args)
+                else:
+                    conn.execute(text, args)
+            if sql is not None:
+                cur = conn.execute(sql, params, binary=binary)
+        for c in held:
+            c.close()
+        return cur

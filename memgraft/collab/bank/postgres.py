@@ -260,16 +260,8 @@ class PostgresBackend(Pipelined, Backend):
         of its own on a borrowed one (the team bound, ``SET LOCAL``); a broken connection is replaced once."""
         if self._tx is not None:
             try:
-                if not self._deferred:
-                    return self._tx.execute(sql, params, binary=True)
-                with self._tx.pipeline():  # the deferred writes and this statement: one round trip
-                    held = self._send_deferred(self._tx)
-                    cur = self._tx.execute(sql, params, binary=True)
-                for c in held:
-                    c.close()
-                return cur
+                return self._with_deferred(self._tx, sql, params, binary=True)  # the deferred writes with it
             except self._psycopg.Error as err:
-                self._deferred.clear()
                 pool.reraise(err, self.where)
         bind = self._locals(self._team)
         if bind is None:
@@ -296,7 +288,10 @@ class PostgresBackend(Pipelined, Backend):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.defer_many(sql, rows)
-        self.execute_untied("SELECT 1")  # sent now, with anything deferred before it
+        try:
+            self._with_deferred(self._tx)  # sent now, with anything deferred before it
+        except self._psycopg.Error as err:
+            pool.reraise(err, self.where)
 
     def begin(self, team: str | None) -> None:
         """Borrow a connection for the transaction; one a restart broke is replaced (nothing was written yet)."""
@@ -319,18 +314,10 @@ class PostgresBackend(Pipelined, Backend):
     def commit(self) -> None:
         conn, self._tx = self._tx, None
         try:
-            if self._deferred:
-                with conn.pipeline():
-                    held = self._send_deferred(conn)
-                    conn.execute("COMMIT")
-                for c in held:
-                    c.close()
-            else:
-                conn.execute("COMMIT")
+            self._with_deferred(conn, "COMMIT")
         except self._psycopg.Error as err:
             pool.reraise(err, self.where)
         finally:
-            self._deferred.clear()
             self._shared.pool.putconn(conn)
 
     def rollback(self) -> None:

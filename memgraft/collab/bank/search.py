@@ -3,7 +3,7 @@
 Why as-of search works without a vector per decision: rows whose text then is
 today's reuse today's stored vector, rows whose text then was their original use
 the stored original's, and only a text revised twice is embedded again (through the
-cache). ``MemoryBank`` supplies ``memories`` and ``changed_since`` (the reads).
+cache). ``MemoryBank`` supplies ``memories`` and ``as_of_reads`` (the reads).
 """
 
 from __future__ import annotations
@@ -35,9 +35,6 @@ class BankSearch(BankVectors):
 
     def memories(self, team: str, as_of: datetime | None = None, types: Sequence[MemoryType] | None = None,
                  ids: Sequence[str] | None = None) -> list[Memory]:
-        raise NotImplementedError  # MemoryBank reads them
-
-    def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
         raise NotImplementedError  # MemoryBank reads them
 
     def as_of_reads(self, team: str, as_of: datetime, ids: Sequence[str]

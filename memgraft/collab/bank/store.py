@@ -264,19 +264,16 @@ class MemoryBank(BankSearch):
                 f"SELECT rowid, original FROM memories WHERE {self._db.team_no_index}team = ? AND rowid > ? "
                 "ORDER BY rowid", (team, rowid))]
 
-    def changed_since(self, team: str, as_of: datetime) -> list[tuple[Memory, str, np.ndarray | None]]:
-        """Each memory written by ``as_of`` and decided on after it: as it stood then, its text today, and the
-        stored vector of its original text where that is the text then and today's differs (else None).
-
-        One statement, the ids never leave the database: at 100k memories this set is
-        ~19,000 rows, and passing them back in as parameters took most of an as-of search.
-        """
-        return self.as_of_reads(team, as_of, ())[0]
-
     def as_of_reads(self, team: str, as_of: datetime, ids: Sequence[str]
                     ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
-        """``changed_since``, and the live rows of ``ids`` read with it (one round trip on PostgreSQL): an as-of
-        search's guessed hits, whose live row is their row then where they were not decided on since."""
+        """Each memory written by ``as_of`` and decided on after it: as it stood then, its text today, and the
+        stored vector of its original text where that is the text then and today's differs (else None); and the
+        live rows of ``ids`` (an as-of search's guessed hits, whose live row is their row then where they were
+        not decided on since), read with it: one round trip on PostgreSQL.
+
+        The log's ids never leave the database: at 100k memories this set is ~19,000 rows, and passing them
+        back in as parameters took most of an as-of search.
+        """
         args = {"team": team, "as_of": iso(as_of)}
         statements = [(self._db.changed_since_sql.format(time=f"{self._db.time_no_index}m.time"), args)]
         with self._lock:
