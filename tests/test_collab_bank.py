@@ -113,6 +113,34 @@ def test_crash_inside_a_group_leaves_the_bank_as_before(bank):
         bank.apply_group(group("ops", "dup", 30, ("m1", "team", "again")))
 
 
+def test_a_group_s_decisions_apply_in_order_and_a_bad_one_writes_nothing(location):
+    """Decisions chained on one target, one on the group's own new memory, in the log's order; a decision on a memory
+    the team lacks refuses the whole group. PostgreSQL checks and writes the group in one statement
+    (``pg_apply``): its rows, log, vectors and cached matrix equal what the statement-by-statement path leaves."""
+    bank = MemoryBank(location, HashEmbedder())
+    bank.apply_group(G1)
+    bank.search("ops", "meeting", 3)  # the team's matrix cached: the group is folded into it after the commit
+    first = decision(bank, G2, "m1", "The weekly meeting was at 9am (moved)")
+    second = replace(first, decision_id="g2-m1-1", before=first.after, after="The weekly meeting was at 9am (gone)",
+                     valid_after=False)
+    own = Decision(decision_id="g2-m2-0", team="ops", memory_id="m2", group_id="g2", decided_at=G2.time,
+                   level="intra", relation=Relation.compatible, action=Action.revise,
+                   before=G2.memories[0].content, after=G2.memories[0].content + " (confirmed)", valid_before=True,
+                   valid_after=True, decided_by="test-rules", reason="test")
+    bank.apply_group(G2, [first, second, own])
+    assert bank.memory("ops", "m1").maintained.endswith("(gone)") and not bank.memory("ops", "m1").valid
+    assert bank.memory("ops", "m2").maintained.endswith("(confirmed)")
+    assert [d.decision_id for d in bank.decisions("ops")] == ["g2-m1-0", "g2-m1-1", "g2-m2-0"]
+    before = snapshot(bank, "ops")
+    with MemoryBank(location, HashEmbedder()) as reopened:  # its matrix read from the rows
+        assert snapshot(reopened, "ops") == before
+    missing = replace(first, decision_id="g3-x", memory_id="nope", group_id="g3", decided_at=G3.time)
+    with pytest.raises(BankError, match="team 'ops' has no memory 'nope'"):
+        bank.apply_group(G3, [missing])
+    assert snapshot(bank, "ops") == before and not bank.is_applied("ops", "g3")
+    bank.close()
+
+
 def test_decision_log_is_append_only_and_originals_never_change(bank):
     stream(bank)
     m1 = bank.memory("ops", "m1")

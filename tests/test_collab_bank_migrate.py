@@ -43,7 +43,7 @@ def _old_bank(url: str, commit: str, upgraded_by_old_code: bool = False) -> None
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute((SCHEMAS / f"{commit}.sql").read_text())
         register_vector(conn)
-        has_original = commit == "9223302"
+        has_original = commit in ("9223302", "93f4f6b")
         for g, decisions in STREAM:
             conn.execute("SELECT set_config('memgraft.team', %s, false)", (g.team,))
             conn.execute("INSERT INTO teams (team, version) VALUES (%s, 0) ON CONFLICT DO NOTHING", (g.team,))
@@ -85,7 +85,7 @@ def _hits(bank: MemoryBank) -> list:
 
 
 @pytest.mark.parametrize("commit,upgraded", [("79e08a1", False), ("79e08a1", True), ("346824a", False),
-                                             ("9223302", False)])
+                                             ("9223302", False), ("93f4f6b", False)])
 def test_each_released_postgres_schema_opens_upgrades_and_searches(pg_url, commit, upgraded):
     today = pg_url()
     with MemoryBank(today, HashEmbedder()) as fresh:
@@ -114,11 +114,12 @@ def test_an_unknown_or_newer_schema_is_refused_in_words(pg_url):
         conn, _ = raw_connection(bank)
     with conn:
         conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaTooNew, match="schema 9 was written by newer code; this code reads schemas 1 to 3"):
+    with pytest.raises(SchemaTooNew,
+                       match=f"schema 9 was written by newer code; this code reads schemas 1 to {SCHEMA_VERSION}"):
         MemoryBank(url, HashEmbedder())
     with raw_connection_url(url) as conn:
         conn.execute("UPDATE meta SET value = 'x' WHERE key = 'schema_version'")
-    with pytest.raises(BankError, match="bank schema x, this code reads schemas 1 to 3"):
+    with pytest.raises(BankError, match=f"bank schema x, this code reads schemas 1 to {SCHEMA_VERSION}"):
         MemoryBank(url, HashEmbedder())
 
 

@@ -286,3 +286,31 @@ def test_writers_of_one_team_take_turns_and_plan_each_group_once(pg_url, monkeyp
     assert state(banks[0]) == state(clean) and len(banks[0].decisions(team)) == len(clean.decisions(team))
     for b in banks + [clean]:
         b.close()
+
+
+def test_a_group_is_sent_once_on_a_connection_the_server_has_not_ended(pg_url):
+    """A PostgreSQL group is one statement in autocommit (``pg_apply``), sent by ``pool.write_once``: pooled
+    connections the server ended (terminated backends, as a restart leaves them) are told before anything is sent
+    and replaced, so the write goes in once without an error; a write whose answer is lost is not sent again (the
+    bank says ``BankUnavailable``; ``outage`` tells whether it went in)."""
+    import psycopg
+
+    url = pg_url()
+    with MemoryBank(url, HashEmbedder()) as bank:
+        bank.apply_group(group("ops", "g0", 0, ("m0", "team", "The rota is on the wall")))
+        with psycopg.connect(url, autocommit=True) as admin:  # the bank's own role may end its own sessions
+            ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE usename = current_user AND pid <> pg_backend_pid()").fetchone()[0]
+        assert ended >= 1
+        time.sleep(0.2)  # the server's goodbye reaches the idle sockets
+        bank.apply_group(group("ops", "g1", 1, ("m1", "team", "The rota moved")))
+        assert bank.stats("ops")["groups"] == 2 and bank.memory("ops", "m1") is not None
+        calls = []
+
+        def lost(conn):
+            calls.append(conn)
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        with pytest.raises(BankUnavailable, match="unavailable"):
+            pool.write_once(bank._db._shared, bank.where, lost)
+        assert len(calls) == 1

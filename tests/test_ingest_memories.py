@@ -348,7 +348,7 @@ import sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from memgraft.collab.bank import open_bank
-from memgraft.collab.bank.transaction import GroupTransaction
+from memgraft.collab.bank import pg_apply
 from memgraft.collab.ingest import ingest_team, read_stream
 from memgraft.collab.maintain.policies import RulesPolicy
 from memgraft.collab.maintain.updater import MemoEmbedder, Updater
@@ -356,16 +356,18 @@ from memgraft.config import HiCoMERSettings
 from tests.doubles import HashEmbedder
 
 stream, url, team, stall_at, marker = sys.argv[1:]
-finish = GroupTransaction.finish
+apply = pg_apply.apply_group
 
-def stalling_finish(tx):  # this group's rows are written, not committed: the kill lands here
-    version = finish(tx)
-    if tx.group.group_id == stall_at:
+def stalling_apply(db, args, refusals):  # this group's rows are written, not committed: the kill lands here
+    if refusals.group.group_id != stall_at:
+        return apply(db, args, refusals)
+    with db._shared.pool.connection() as conn:
+        conn.execute("BEGIN")
+        conn.execute(pg_apply.CALL, args)
         Path(marker).write_text(stall_at)
         time.sleep(60)
-    return version
 
-GroupTransaction.finish = stalling_finish
+pg_apply.apply_group = stalling_apply
 bank = open_bank(url, MemoEmbedder(HashEmbedder()))
 stats = ingest_team(Updater(bank, RulesPolicy(), HiCoMERSettings()), read_stream(stream).teams[team])
 sys.exit(1 if stats.error else 0)

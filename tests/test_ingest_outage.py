@@ -79,18 +79,18 @@ def test_a_server_restart_mid_ingest_is_ridden_out_and_the_bank_equals_an_uninte
 def test_a_commit_whose_answer_is_lost_counts_once(stream, clean, pg_url, monkeypatch):
     """The server goes away during ``COMMIT`` after the group is in: the retry finds it applied by that very
     attempt, reports it applied (decisions read back), and writes nothing twice."""
-    url, commit, lost = pg_url(), PostgresBackend.commit, []
+    url, write, lost = pg_url(), PostgresBackend.write_group, []
     team = sorted(stream.teams)[0]
     victim = stream.teams[team][4].group_id
 
-    def losing_commit(self) -> None:
-        commit(self)
-        if not lost and self.execute("SELECT 1 FROM groups WHERE team = ? AND group_id = ?",
-                                     (team, victim)).fetchone():
+    def losing_commit(self, group, *args):  # the group's statement and COMMIT (``pg_apply``), then no answer
+        out = write(self, group, *args)
+        if not lost and group.group_id == victim:
             lost.append(victim)
             raise BankUnavailable(f"{self.where}: the database is unavailable (AdminShutdown): retry")
+        return out
 
-    monkeypatch.setattr(PostgresBackend, "commit", losing_commit)
+    monkeypatch.setattr(PostgresBackend, "write_group", losing_commit)
     with open_bank(url, MemoEmbedder(HashEmbedder())) as bank:
         stats = ingest_stream(Updater(bank, RulesPolicy(), HiCoMERSettings()), stream)
     monkeypatch.undo()

@@ -49,6 +49,7 @@ class Backend:
     team_no_index = ""  # prefix that keeps the planner off the team indexes for a scan by write order
     bound_team: str | None = None  # set: this connection serves one team and refuses the others
     changed_since_sql = CHANGED_SINCE_SQL  # the as-of search's read of the log ({time}: the time column)
+    writes_groups_at_once = False  # True: ``write_group`` checks and writes a whole group in one statement
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         raise NotImplementedError
@@ -119,6 +120,14 @@ class Backend:
 
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 2 to 3 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
+
+    def upgrade_to_4(self) -> None:
+        """Schema 3 to 4 in the caller's tx (``migrate``): nothing changes in SQLite's tables."""
+
+    def write_group(self, group: Any, decisions: Sequence[Any], vecs: np.ndarray | None,
+                    revised: Sequence[np.ndarray | None]) -> tuple[int, int, list[str], list[str]]:
+        """``group`` and its decisions checked and written in one statement and committed (``pg_apply``)."""
+        raise NotImplementedError(f"{self.dialect} writes a group statement by statement (group_transaction)")
 
     def execute_shared(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """``execute`` for a statement on the tables every team may read (``teams``, ``meta``): on PostgreSQL it

@@ -14,6 +14,8 @@ not know, a newer one above all, is refused in words, not met later as a missing
   whole-table HNSW index of the first schema dropped while no team needs it, and the
   append-only triggers let one transaction delete one team's rows (``forget``).
   SQLite: no change but the number.
+- 4: PostgreSQL: ``memgraft_apply_group``, a group's checks and writes in one statement (``pg_apply``).
+  SQLite: no change but the number.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class UpgradableBank(Protocol):
 
     def teams(self) -> list[str]: ...
 
-KNOWN = ("1", "2", "3")
+KNOWN = ("1", "2", "3", "4")
 
 
 def upgrade(bank: UpgradableBank, meta: dict[str, str]) -> dict[str, str]:
@@ -54,11 +56,13 @@ def upgrade(bank: UpgradableBank, meta: dict[str, str]) -> dict[str, str]:
                         f"{SCHEMA_VERSION}")
     if version == "1":
         meta = bank._upgrade_from_1()
-    if meta.get("schema_version") == "2":
+    steps = {"2": lambda db: db.upgrade_to_3(bank.teams()), "3": lambda db: db.upgrade_to_4()}
+    while meta.get("schema_version") in steps:
+        version = meta["schema_version"]
         with bank.transaction() as db:
             db.lock_schema()
-            if bank._meta().get("schema_version") == "2":  # another process may have upgraded it meanwhile
-                db.upgrade_to_3(bank.teams())
-                db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            if bank._meta().get("schema_version") == version:  # another process may have upgraded it meanwhile
+                steps[version](db)
+                db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(int(version) + 1),))
         meta = bank._meta()
     return meta

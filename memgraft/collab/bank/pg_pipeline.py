@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memgraft.collab.bank import pool
+from memgraft.collab.bank import pg_apply, pool
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.pg_schema import to_psycopg
+from memgraft.collab.bank.schema import iso
 
 
 class Pipelined:
@@ -25,8 +26,14 @@ class Pipelined:
     _shared: Any
     where: str
 
+    writes_groups_at_once = True
+
     if TYPE_CHECKING:  # ``PostgresBackend``'s
         def _locals(self, team: str | None) -> tuple[str, list[Any]] | None: ...
+
+        def use_team(self, team: str) -> None: ...
+
+        def encode_vec(self, vec: Any) -> Any: ...
 
         def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any: ...
 
@@ -85,3 +92,15 @@ class Pipelined:
         for c in held:
             c.close()
         return cur
+
+    def write_group(self, group: Any, decisions: Sequence[Any], vecs: Any,
+                    revised: Sequence[Any]) -> tuple[int, int, list[str], list[str]]:
+        """``group`` by ``pg_apply``'s function: one statement, in autocommit, so one transaction and one round
+        trip (it binds the team and takes the team's lock itself)."""
+        from datetime import datetime, timezone
+
+        if self._tx is not None:
+            raise BankError("a bank transaction is already open")
+        self.use_team(group.team)  # a bound bank refuses another team here
+        args = pg_apply.call_args(group, decisions, vecs, revised, iso(datetime.now(timezone.utc)), self.encode_vec)
+        return pg_apply.apply_group(self, args, pg_apply.Refusals(group, decisions))

@@ -69,6 +69,72 @@ ALTER TABLE {t} ENABLE ROW LEVEL SECURITY;
 ALTER TABLE {t} FORCE ROW LEVEL SECURITY;
 CREATE POLICY one_team ON {t} USING (team = current_setting('{TEAM_SETTING}', true))
     WITH CHECK (team = current_setting('{TEAM_SETTING}', true));""" for t in ROW_TABLES)
+# A group's whole write (schema 4; ``pg_apply`` calls it): the team bound and its writers' lock taken, then the
+# checks of ``MemoryBank.group_transaction`` in its order, each refusal a code of its own, then the writes in write
+# order and the version bump; one statement, so one transaction in autocommit.
+# Codes of the function's refusals (SQLSTATE class "MG", which PostgreSQL leaves to applications).
+APPLIED, OUT_OF_ORDER, CLASH, STALE, MISSING = "MG001", "MG002", "MG003", "MG004", "MG005"
+
+APPLY_GROUP = f"""CREATE OR REPLACE FUNCTION memgraft_apply_group(
+    p_team text, p_group text, p_time text, p_applied_at text,
+    m_ids text[], m_types text[], m_authors text[], m_contents text[], m_vecs vector[],
+    d_ids text[], d_memory text[], d_level text[], d_relation text[], d_action text[], d_before text[],
+    d_after text[], d_valid_before int[], d_valid_after int[], d_by text[], d_reason text[], d_vecs vector[])
+RETURNS TABLE (new_version bigint, team_memories bigint, target_types text[], target_times text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    last_time text; clash text[]; t_type text; t_time text; types text[] := '{{}}'; times text[] := '{{}}';
+BEGIN
+    PERFORM set_config('{TEAM_SETTING}', p_team, true), pg_advisory_xact_lock({LOCK_SPACE}, hashtext(p_team));
+    IF EXISTS (SELECT 1 FROM groups g WHERE g.team = p_team AND g.group_id = p_group) THEN
+        RAISE EXCEPTION USING ERRCODE = '{APPLIED}', MESSAGE = 'group already applied';
+    END IF;
+    SELECT MAX(g.time) INTO last_time FROM groups g WHERE g.team = p_team;
+    IF last_time IS NOT NULL AND p_time < last_time THEN
+        RAISE EXCEPTION USING ERRCODE = '{OUT_OF_ORDER}', MESSAGE = last_time;
+    END IF;
+    SELECT array_agg(m.memory_id ORDER BY m.memory_id) INTO clash FROM memories m
+        WHERE m.team = p_team AND m.memory_id = ANY(m_ids);
+    IF clash IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '{CLASH}', MESSAGE = array_to_json(clash)::text;
+    END IF;
+    INSERT INTO teams (team, version) VALUES (p_team, 0) ON CONFLICT DO NOTHING;
+    INSERT INTO groups VALUES (p_team, p_group, p_time, p_applied_at);
+    INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, relation, action,
+                          valid, maintained_at, embedding, original_embedding)
+        SELECT p_team, u.id, p_group, u.kind, u.author, u.content, u.content, p_time, NULL, NULL, 1, p_time,
+               u.vec, u.vec
+        FROM unnest(m_ids, m_types, m_authors, m_contents, m_vecs) WITH ORDINALITY
+             AS u(id, kind, author, content, vec, n)
+        ORDER BY u.n;
+    FOR i IN 1 .. coalesce(array_length(d_ids, 1), 0) LOOP
+        UPDATE memories m SET maintained = d_after[i], relation = d_relation[i], action = d_action[i],
+                              valid = d_valid_after[i], maintained_at = p_time,
+                              embedding = COALESCE(d_vecs[i], m.embedding)
+            WHERE m.team = p_team AND m.memory_id = d_memory[i] AND m.maintained = d_before[i]
+              AND m.valid = d_valid_before[i]
+            RETURNING m.type, m.time INTO t_type, t_time;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING MESSAGE = i::text, ERRCODE = CASE WHEN EXISTS (
+                SELECT 1 FROM memories m WHERE m.team = p_team AND m.memory_id = d_memory[i])
+                THEN '{STALE}' ELSE '{MISSING}' END;
+        END IF;
+        types := types || t_type;
+        times := times || t_time;
+    END LOOP;
+    INSERT INTO decisions (decision_id, team, memory_id, group_id, decided_at, level, relation, action, before,
+                           after, valid_before, valid_after, decided_by, reason)
+        SELECT u.id, p_team, u.mem, p_group, p_time, u.lvl, u.rel, u.act, u.bef, u.aft, u.vb, u.va, u.dby, u.why
+        FROM unnest(d_ids, d_memory, d_level, d_relation, d_action, d_before, d_after, d_valid_before,
+                    d_valid_after, d_by, d_reason) WITH ORDINALITY
+             AS u(id, mem, lvl, rel, act, bef, aft, vb, va, dby, why, n)
+        ORDER BY u.n;
+    RETURN QUERY UPDATE teams t SET version = t.version + 1 WHERE t.team = p_team
+        RETURNING t.version::bigint, t.memories::bigint, types, times;
+END $$;
+"""
+
+SCHEMA += "\n" + APPLY_GROUP  # schema 4: a group's checks and writes in one statement (``pg_apply``)
 
 
 def team_index(team: str) -> str:
@@ -164,3 +230,8 @@ def upgrade_to_3(db: Any, teams: list[str], exact_max_rows: int) -> None:
         db.execute("UPDATE teams SET memories = ? WHERE team = ?", (n, team))
         if n > exact_max_rows:
             db._build_index(team)
+
+
+def upgrade_to_4(db: Any) -> None:
+    """Schema 4 on ``db`` (a ``PostgresBackend``), in its tx under the schema lock: ``memgraft_apply_group``."""
+    db.execute_untied(APPLY_GROUP)

@@ -160,6 +160,44 @@ def with_connection(shared: SharedPool, where: str, fn: Callable[[Any], T]) -> T
     raise BankError("unreachable")  # pragma: no cover
 
 
+def write_once(shared: SharedPool, where: str, fn: Callable[[Any], T]) -> T:
+    """``fn(conn)`` run once, on a borrowed connection the server has not ended: a write that may have committed
+    is never sent again (its lost answer is ``BankUnavailable``; ``outage`` tells whether it went in). A connection
+    a restart ended is told before anything is sent (``ended``) and replaced, with the others it broke."""
+    import psycopg
+
+    for attempt in range(TRIES):
+        try:
+            conn = shared.pool.getconn()
+        except psycopg.OperationalError as err:
+            raise translate(err, where) from err
+        if ended(conn) and attempt + 1 < TRIES:
+            conn.close()
+            shared.pool.putconn(conn)  # a closed connection is dropped
+            shared.pool.check()
+            continue
+        try:
+            return fn(conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+            raise translate(err, where) from err
+        finally:
+            shared.pool.putconn(conn)
+    raise BankError("unreachable")  # pragma: no cover
+
+
+def ended(conn: Any) -> bool:
+    """Whether the server has ended this idle connection: an idle session is sent nothing, so input waiting on its
+    socket is the server's goodbye (a restart, a terminated backend), or the socket is gone."""
+    import select
+
+    if broken(conn):
+        return True
+    try:
+        return bool(select.select([conn.pgconn.socket], [], [], 0)[0])
+    except Exception:  # no socket any more
+        return True
+
+
 def plain(shared: SharedPool, where: str, sql: str, params: Any) -> "Rows":
     """One autocommit statement on a borrowed connection (no BEGIN/COMMIT around it), its rows read."""
 

@@ -40,7 +40,7 @@ from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.pg_schema import (CHANGED_SINCE_SQL, FORGET_SETTING, HAS_SCHEMA, LOCK_SPACE, SCHEMA_LOCK,
                                             TEAM_SETTING, check_role, create_schema_on, ensure_vector,
-                                            team_index, team_literal, to_psycopg, upgrade_to_3)
+                                            team_index, team_literal, to_psycopg, upgrade_to_3, upgrade_to_4)
 from memgraft.collab.bank.pg_pipeline import Pipelined
 from memgraft.collab.bank.pool import Rows
 
@@ -187,6 +187,9 @@ class PostgresBackend(Pipelined, Backend):
     def upgrade_to_3(self, teams: list[str]) -> None:
         """Schema 3 (``migrate``), in the caller's tx under the schema lock (``pg_schema.upgrade_to_3``)."""
         upgrade_to_3(self, teams, EXACT_MAX_ROWS)
+
+    def upgrade_to_4(self) -> None:
+        upgrade_to_4(self)
 
     def ranks_team_in_db(self, team: str) -> bool:
         """A large team from its HNSW index (``top_n``); a smaller one from the bank's cached matrix, as on SQLite:

@@ -15,7 +15,7 @@ import numpy as np
 
 from memgraft.collab.types import Action, Decision, Memory, Relation, as_utc
 
-SCHEMA_VERSION = "3"  # 2: memories.original_embedding; 3: see ``migrate`` (each earlier one is upgraded when opened)
+SCHEMA_VERSION = "4"  # 2: memories.original_embedding; 3, 4: see ``migrate`` (each earlier one is upgraded when opened)
 IN_CHUNK = 500  # ids per SQL IN (...) list
 
 # The tables of both backends; the dialect fills in the few column types that differ

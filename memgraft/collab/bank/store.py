@@ -20,12 +20,12 @@ import numpy as np
 
 from memgraft.collab.bank.backend import Backend
 from memgraft.collab.bank.connect import connect
-from memgraft.collab.bank.errors import BankError, EmbedderMismatch, GroupAlreadyApplied, OutOfOrderGroup
+from memgraft.collab.bank.errors import BankError, EmbedderMismatch, already_applied, out_of_order
 from memgraft.collab.bank.index import TeamIndex, want_team_of
 from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, iso,
-                                         parse_time, row_to_decision, row_to_memory)
+                                         parse_time, row_to_decision, row_to_memory, to_us)
 from memgraft.collab.bank.search import BankSearch
-from memgraft.collab.bank.transaction import GroupTransaction
+from memgraft.collab.bank.transaction import GroupTransaction, belongs, pending_after
 from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
 from memgraft.models.embedder import Embedder
 
@@ -180,10 +180,9 @@ class MemoryBank(BankSearch):
                     "(SELECT MAX(time) FROM groups WHERE team = :team), (SELECT version FROM teams WHERE team = :team)",
                     {"team": group.team, "gid": group.group_id}).fetchone()
                 if applied:
-                    raise GroupAlreadyApplied(f"team {group.team!r}: group {group.group_id!r} is already applied")
+                    raise already_applied(group.team, group.group_id)
                 if last is not None and iso(group.time) < last:
-                    raise OutOfOrderGroup(f"team {group.team!r}: group {group.group_id!r} at {iso(group.time)} comes "
-                                          f"before the last applied group ({last}); a team's groups apply in time order")
+                    raise out_of_order(group.team, group.group_id, iso(group.time), last)
                 if self.dim is not None and version is not None and not self._db.ranks_team_in_db(group.team):
                     self._index(group.team, version)  # cache the committed vectors before this group writes any
                 # sent with the group's next read (PostgreSQL: no round trip of their own)
@@ -197,7 +196,7 @@ class MemoryBank(BankSearch):
                     version = tx.finish()
                 finally:
                     self._tx = None
-            self._after_commit(tx, version)
+            self._after_commit(tx.team, tx.pending, version)
             self._db.after_group(group.team, tx.size)
 
     def team_turn(self, team: str) -> Any:
@@ -206,10 +205,33 @@ class MemoryBank(BankSearch):
         return self._db.team_turn(team)
 
     def apply_group(self, group: MemoryGroup, decisions: Sequence[Decision] = ()) -> None:
-        """Add a group's memories and its precomputed decisions in one transaction."""
+        """Add a group's memories and its precomputed decisions in one transaction (on PostgreSQL, one statement:
+        ``_write_at_once``)."""
+        if self._db.writes_groups_at_once:
+            return self._write_at_once(group, list(decisions))
         with self.group_transaction(group) as tx:
             tx.insert_memories()
             tx.record_many(decisions)
+
+    def _write_at_once(self, group: MemoryGroup, decisions: list[Decision]) -> None:
+        """``apply_group`` by the backend's one statement (``pg_apply``): the same checks and writes, the texts
+        embedded before the transaction begins, the committed group folded into the cached matrix as after
+        ``group_transaction``."""
+        with self._lock:
+            for d in decisions:
+                belongs(d, group)
+            vecs = self._embed([m.content for m in group.memories])
+            revised = [d for d in decisions if d.after != d.before]
+            new = self._embed([d.after for d in revised]) if revised else None
+            vec_of = {id(d): new[i] for i, d in enumerate(revised)} if new is not None else {}
+            version, size, types, times = self._db.write_group(group, decisions, vecs,
+                                                               [vec_of.get(id(d)) for d in decisions])
+            t_us = to_us(group.time)
+            pending = {m.memory_id: (None if vecs is None else vecs[i], True, m.type == "team", t_us)
+                       for i, m in enumerate(group.memories)}
+            pending_after(pending, decisions, vec_of, types, times)
+            self._after_commit(group.team, pending, version)
+            self._db.after_group(group.team, size)
 
     def is_applied(self, team: str, group_id: str) -> bool:
         with self._lock:

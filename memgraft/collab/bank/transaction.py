@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from memgraft.collab.bank.errors import BankError, StaleDecision
+from memgraft.collab.bank import errors
+from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import DECISION_COLUMNS, iso, to_us
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
 from memgraft.ids import content_hash
@@ -86,7 +87,7 @@ class GroupTransaction:
             clash = conn.execute(f"SELECT memory_id FROM memories WHERE team = :team AND {cond}",
                                  {"team": g.team, **args}).fetchall()
             if clash:
-                raise BankError(f"team {g.team!r} already holds memories {sorted(r[0] for r in clash)}")
+                raise errors.clash(g.team, [r[0] for r in clash])
         vecs = self.bank._embed([m.content for m in g.memories])
         t, t_us = iso(g.time), to_us(g.time)
         conn.defer_many(  # sent with the next read (the targets' states) or the version bump
@@ -127,14 +128,9 @@ class GroupTransaction:
             [(d.decision_id, d.team, d.memory_id, d.group_id, iso(d.decided_at), d.level, str(d.relation),
               str(d.action), d.before, d.after, int(d.valid_before), int(d.valid_after), d.decided_by, d.reason)
              for d in decisions])
-        for d in decisions:
-            vec = vec_of.get(id(d))
-            old = self.pending.get(d.memory_id)
-            target = states[d.memory_id]
-            keep_vec = old[0] if old is not None else None
-            self.pending[d.memory_id] = (vec if vec is not None else keep_vec, d.valid_after,
-                                         target.type == "team", to_us(target.time))
-            self.recorded.append(d)
+        pending_after(self.pending, decisions, vec_of, [states[d.memory_id].type for d in decisions],
+                      [states[d.memory_id].time for d in decisions])
+        self.recorded += decisions
 
     def decide(self, memory_id: str, *, level: str, relation: Relation | str, action: Action | str,
                decided_by: str, after: str | None = None, valid_after: bool | None = None,
@@ -159,17 +155,12 @@ class GroupTransaction:
             raise BankError(f"group {self.group.group_id!r}: its transaction has ended")
 
     def _check(self, d: Decision, states: dict[str, Memory]) -> None:
-        g = self.group
-        if (d.team, d.group_id) != (g.team, g.group_id) or d.decided_at != g.time:
-            raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
-                            f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
-                            f"{g.time.isoformat()})")
+        belongs(d, self.group)
         current = states.get(d.memory_id)
         if current is None:
-            raise BankError(f"decision {d.decision_id!r}: team {self.team!r} has no memory {d.memory_id!r}")
+            raise errors.missing_target(d.decision_id, self.team, d.memory_id)
         if current.maintained != d.before or current.valid != d.valid_before:
-            raise StaleDecision(f"decision {d.decision_id!r} was made against a different state of "
-                                f"{d.memory_id!r} than the bank holds in this transaction")
+            raise errors.stale(d.decision_id, d.memory_id)
         states[d.memory_id] = replace(current, maintained=d.after, valid=d.valid_after)
 
     def finish(self) -> int:
@@ -198,3 +189,22 @@ class GroupTransaction:
         self._open()
         return self.bank._search_live(self.team, self.bank._query_vector(query), k, valid_only, types,
                                       tx=self, earlier_only=earlier_only)
+
+
+def belongs(d: Decision, g: MemoryGroup) -> None:
+    """Refuse a decision of another group (every decision is the group's, at the group's time)."""
+    if (d.team, d.group_id) != (g.team, g.group_id) or d.decided_at != g.time:
+        raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
+                        f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
+                        f"{g.time.isoformat()})")
+
+
+def pending_after(pending: dict[str, tuple[np.ndarray | None, bool, bool, int]], decisions: Sequence[Decision],
+                  vec_of: dict[int, np.ndarray | None], types: Sequence[str], times: Sequence[datetime | str]) -> None:
+    """``pending`` (memory id -> vector or None for "unchanged", valid, is_team, time µs) as ``decisions`` leave
+    their targets (each target's type and time given in the decisions' order); ``vec_of``: the new vector of each
+    decision that revised its target's text (by ``id``)."""
+    for d, kind, when in zip(decisions, types, times):
+        vec, old = vec_of.get(id(d)), pending.get(d.memory_id)
+        pending[d.memory_id] = (vec if vec is not None else (old[0] if old is not None else None), d.valid_after,
+                                kind == "team", to_us(when))

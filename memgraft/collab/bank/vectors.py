@@ -113,15 +113,17 @@ class BankVectors:
             self._indexes[team] = idx
             return idx
 
-    def _after_commit(self, tx: GroupTransaction, version: int) -> None:
-        """Fold a committed group into the cached index, or drop it if someone else wrote the team meanwhile."""
+    def _after_commit(self, team: str, pending: dict[str, tuple[np.ndarray | None, bool, bool, int]],
+                      version: int) -> None:
+        """Fold a committed group (its rows as ``GroupTransaction.pending`` holds them) into the cached index, or
+        drop it if someone else wrote the team meanwhile."""
         with self._lock:
-            idx = self._indexes.get(tx.team)
+            idx = self._indexes.get(team)
             if idx is None:
                 return
-            if idx.version != version - 1 or any(v is None and m not in idx.row_of for m, (v, *_) in tx.pending.items()):
+            if idx.version != version - 1 or any(v is None and m not in idx.row_of for m, (v, *_) in pending.items()):
                 return  # someone else wrote the team meanwhile: left stale, the next search reads what changed since
-            for memory_id, (vec, valid, is_team, t_us) in tx.pending.items():
+            for memory_id, (vec, valid, is_team, t_us) in pending.items():
                 idx.put(memory_id, vec, valid, is_team, t_us)
             idx.version = version
 
