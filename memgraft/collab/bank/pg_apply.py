@@ -49,7 +49,7 @@ def apply_group(db: Any, args: Sequence[Any], refusals: "Refusals") -> tuple[int
     except psycopg.Error as err:
         code = getattr(err.diag, "sqlstate", None)
         if code in refusals.codes:
-            raise refusals.raise_for(code, err.diag.message_primary or "") from None
+            raise refusals.error_for(code, err.diag.message_primary or "") from None
         pool.reraise(err, db.where)
         raise  # pragma: no cover - reraise always raises
 
@@ -62,7 +62,7 @@ class Refusals:
     def __init__(self, group: Any, decisions: Sequence[Any]):
         self.group, self.decisions = group, decisions
 
-    def raise_for(self, code: str, message: str) -> errors.BankError:
+    def error_for(self, code: str, message: str) -> errors.BankError:
         g = self.group
         if code == APPLIED:
             return errors.already_applied(g.team, g.group_id)
@@ -70,5 +70,7 @@ class Refusals:
             return errors.out_of_order(g.team, g.group_id, iso(g.time), message)
         if code == CLASH:
             return errors.clash(g.team, json.loads(message))
-        d = self.decisions[int(message) - 1]
-        return errors.stale(d.decision_id, d.memory_id) if code == STALE else errors.missing_target(d.decision_id, g.team, d.memory_id)
+        d = self.decisions[int(message) - 1]  # the refused decision's place in the group, from 1
+        if code == STALE:
+            return errors.stale(d.decision_id, d.memory_id)
+        return errors.missing_target(d.decision_id, g.team, d.memory_id)
