@@ -274,7 +274,7 @@ def ingest(banks: dict[str, Any], sizes: dict[str, int], args: argparse.Namespac
             bank.apply_group(group, [d])
             spent[b] += time.perf_counter() - t
     return {b: {"groups": args.ingest_groups, "seconds": s, "groups_per_s": args.ingest_groups / s}
-            for b, s in spent.items()}
+            for b, s in spent.items() if s > 0}  # --ingest-groups 0: none
 
 
 def print_tables(result: dict[str, Any]) -> None:
@@ -310,6 +310,8 @@ def print_tables(result: dict[str, Any]) -> None:
         con.print(f"postgresql, big team, hnsw.ef_search {ef}: recall@{a['k']} {x['recall']:.3f}, "
                   f"p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms")
     g = result["ingest"]
+    if not g:
+        return
     con.print("ingest (apply_group, 2 memories + 1 revision): " + ", ".join(
         f"{b} {x['groups_per_s']:.1f} groups/s" for b, x in g.items()) + (
         f"; ratio SQLite / PostgreSQL {g['sqlite']['groups_per_s'] / g['postgresql']['groups_per_s']:.2f} "

@@ -66,6 +66,9 @@ def test_postgres_keeps_teams_apart_row_by_row(pg_url):
             assert db.execute("SELECT '5%'").fetchone()[0] == "5%"
             assert db.execute("SELECT COUNT(*), '5%' FROM memories WHERE maintained LIKE '%room A' AND type = ?",
                               ("team",)).fetchone() == (1, "5%")
+        assert [m.memory_id for m, _ in bank.search("lab", "centrifuge", 2)] == ["x"]  # bound in the read's pipeline
+        with bank._db._shared.pool.connection() as pooled:  # bound per transaction: no team left on a connection
+            assert pooled.execute("SELECT current_setting('memgraft.team', true)").fetchone()[0] in (None, "")
         conn, _ = raw_connection(bank)
     with conn:
         for table in ("groups", "memories", "decisions"):  # no team set: nothing at all

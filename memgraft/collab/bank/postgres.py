@@ -273,11 +273,12 @@ class PostgresBackend(Pipelined, Backend):
         peek, self._peek = self._peek, None  # the first statement after peek_version reads it
 
         def run(conn: Any) -> Rows:
-            with conn.pipeline():  # one round trip: BEGIN, the binding, the statement, COMMIT
-                conn.execute("BEGIN")
+            # one round trip, one transaction: an autocommit pipeline's statements up to its sync are one implicit
+            # transaction, so the binding (``set_config(..., true)``) holds for the statement, and no BEGIN and
+            # COMMIT are needed around them (two statements of psycopg's Python fewer)
+            with conn.pipeline():
                 bound = conn.execute(*bind)
                 cur = conn.execute(sql, params, binary=True)
-                conn.execute("COMMIT")
             if peek is not None:
                 peek[1].version = bound.fetchone()[-1]
             return Rows(cur.fetchall() if cur.description else [], cur.rowcount)
