@@ -110,7 +110,7 @@ def build_banks(settings: Any, embedder: Any, banks: Path, teams: int, groups: i
 
 
 def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_cpus: int,
-                  updater: str) -> tuple[str, dict]:
+                  updater: str, serving_overrides: list[str] = ()) -> tuple[str, dict]:
     import ray
     from ray import serve
 
@@ -121,8 +121,8 @@ def start_service(settings: Any, banks: Path, out: Path, teams: list[str], num_c
     tokens = {team: f"bench-{team}-{os.urandom(6).hex()}" for team in teams}
     (out / "tokens.json").write_text(json.dumps({"teams": tokens, "readers": []}))
     # the mixed run's writes go through the same updater on both paths (--updater; default: the product's)
-    _, serving = load_profile(settings.profile, [f"serving.banks_dir={banks}", f"serving.traces_dir={out / 'traces'}"],
-                              tokens_file=str(out / "tokens.json"))
+    _, serving = load_profile(settings.profile, [f"serving.banks_dir={banks}", f"serving.traces_dir={out / 'traces'}",
+                                                 *serving_overrides], tokens_file=str(out / "tokens.json"))
     settings = settings.model_copy(update={"hicomer": settings.hicomer.model_copy(update={"updater_policy": updater})})
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -205,7 +205,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--num-cpus", type=int, default=2, help="the local Ray's CPUs (deployments reserve fractions)")
     parser.add_argument("--out", type=Path, default=None, help="banks, tokens and the JSON (default: a temp dir)")
     parser.add_argument("--profile", default="local")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="a setting: serving.* (e.g. serving.deployments.embedder.replicas=2) for the service, "
+                             "the rest for the library")
     args = parser.parse_args(argv)
 
     from memgraft.collab.api import CollabMemory
@@ -213,7 +215,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from memgraft.models.embedder import load_embedder
     from memgraft.models.threads import available_cpus
 
-    settings = load_settings(args.profile, args.overrides)
+    # serving.* overrides (deployments, batching) go to the service; the rest to the library's settings
+    served = [o for o in args.overrides if o.strip().startswith("serving.")]
+    settings = load_settings(args.profile, [o for o in args.overrides if o not in served])
     updater = settings.hicomer.updater_policy if args.updater == "default" else args.updater
     shape = dict(memories=args.write_memories, chars=args.write_chars)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-serve-"))
@@ -263,7 +267,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from ray import serve
 
     with Phase(result["cpu"], "serve start-up"):
-        base_url, tokens = start_service(settings, out / "banks", out, banks["teams"], args.num_cpus, updater)
+        base_url, tokens = start_service(settings, out / "banks", out, banks["teams"], args.num_cpus, updater,
+                                         served)
     try:
         offset = 0  # the same questions as in process, level by level
         for level in levels:
