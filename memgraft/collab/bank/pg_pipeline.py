@@ -8,6 +8,7 @@ a group takes 7 round trips, was 12. A mixin of ``PostgresBackend``, whose conne
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from memgraft.collab.bank import pg_apply, pool
@@ -97,8 +98,6 @@ class Pipelined:
                     revised: Sequence[Any]) -> tuple[int, int, list[str], list[str]]:
         """``group`` by ``pg_apply``'s function: one statement, in autocommit, so one transaction and one round
         trip (it binds the team and takes the team's lock itself)."""
-        from datetime import datetime, timezone
-
         if self._tx is not None:
             raise BankError("a bank transaction is already open")
         self.use_team(group.team)  # a bound bank refuses another team here

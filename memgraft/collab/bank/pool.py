@@ -163,26 +163,26 @@ def with_connection(shared: SharedPool, where: str, fn: Callable[[Any], T]) -> T
 def write_once(shared: SharedPool, where: str, fn: Callable[[Any], T]) -> T:
     """``fn(conn)`` run once, on a borrowed connection the server has not ended: a write that may have committed
     is never sent again (its lost answer is ``BankUnavailable``; ``outage`` tells whether it went in). A connection
-    a restart ended is told before anything is sent (``ended``) and replaced, with the others it broke."""
+    a restart ended is told before anything is sent (``ended``) and replaced by ``borrow``, with the others it
+    broke."""
     import psycopg
 
-    for attempt in range(TRIES):
-        try:
-            conn = shared.pool.getconn()
-        except psycopg.OperationalError as err:
-            raise translate(err, where) from err
-        if ended(conn) and attempt + 1 < TRIES:
-            conn.close()
-            shared.pool.putconn(conn)  # a closed connection is dropped
-            shared.pool.check()
-            continue
-        try:
-            return fn(conn)
-        except (psycopg.OperationalError, psycopg.InterfaceError) as err:
-            raise translate(err, where) from err
-        finally:
-            shared.pool.putconn(conn)
-    raise BankError("unreachable")  # pragma: no cover
+    conn = borrow(shared, where, _alive)
+    try:
+        return fn(conn)
+    except (psycopg.OperationalError, psycopg.InterfaceError) as err:
+        raise translate(err, where) from err
+    finally:
+        shared.pool.putconn(conn)
+
+
+def _alive(conn: Any) -> None:
+    """``borrow``'s start for ``write_once``: nothing sent, a connection the server ended closed and refused."""
+    import psycopg
+
+    if ended(conn):
+        conn.close()  # broken now: ``borrow`` drops it and the others a restart broke, and takes another
+        raise psycopg.OperationalError("the server ended this idle connection")
 
 
 def ended(conn: Any) -> bool:

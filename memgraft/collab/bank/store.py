@@ -23,9 +23,9 @@ from memgraft.collab.bank.connect import connect
 from memgraft.collab.bank.errors import BankError, EmbedderMismatch, already_applied, out_of_order
 from memgraft.collab.bank.index import TeamIndex, want_team_of
 from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, iso,
-                                         parse_time, row_to_decision, row_to_memory, to_us)
+                                         parse_time, row_to_decision, row_to_memory)
 from memgraft.collab.bank.search import BankSearch
-from memgraft.collab.bank.transaction import GroupTransaction, belongs, pending_after
+from memgraft.collab.bank.transaction import GroupTransaction, belongs, new_rows, pending_after, revised_vectors
 from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
 from memgraft.models.embedder import Embedder
 
@@ -221,14 +221,10 @@ class MemoryBank(BankSearch):
             for d in decisions:
                 belongs(d, group)
             vecs = self._embed([m.content for m in group.memories])
-            revised = [d for d in decisions if d.after != d.before]
-            new = self._embed([d.after for d in revised]) if revised else None
-            vec_of = {id(d): new[i] for i, d in enumerate(revised)} if new is not None else {}
+            vec_of = revised_vectors(self._embed, decisions)
             version, size, types, times = self._db.write_group(group, decisions, vecs,
                                                                [vec_of.get(id(d)) for d in decisions])
-            t_us = to_us(group.time)
-            pending = {m.memory_id: (None if vecs is None else vecs[i], True, m.type == "team", t_us)
-                       for i, m in enumerate(group.memories)}
+            pending = new_rows(group, vecs)
             pending_after(pending, decisions, vec_of, types, times)
             self._after_commit(group.team, pending, version)
             self._db.after_group(group.team, size)

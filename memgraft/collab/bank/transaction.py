@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -89,16 +89,15 @@ class GroupTransaction:
             if clash:
                 raise errors.clash(g.team, [r[0] for r in clash])
         vecs = self.bank._embed([m.content for m in g.memories])
-        t, t_us = iso(g.time), to_us(g.time)
+        t = iso(g.time)
         conn.defer_many(  # sent with the next read (the targets' states) or the version bump
             "INSERT INTO memories (team, memory_id, group_id, type, author, original, maintained, time, "
             "relation, action, valid, maintained_at, embedding, original_embedding) "
             "VALUES (?,?,?,?,?,?,?,?,NULL,NULL,1,?,?,?)",
             [(g.team, m.memory_id, g.group_id, m.type, m.author, m.content, m.content, t, t, *(
               (None, None) if vecs is None else (conn.encode_vec(vecs[i]),) * 2)) for i, m in enumerate(g.memories)])
-        for i, m in enumerate(g.memories):
-            self.pending[m.memory_id] = (None if vecs is None else vecs[i], True, m.type == "team", t_us)
-            self.new_ids.add(m.memory_id)
+        self.pending.update(new_rows(g, vecs))
+        self.new_ids.update(m.memory_id for m in g.memories)
 
     def record(self, decision: Decision) -> None:
         """Apply one decision to its target and append it to the log (see ``record_many``)."""
@@ -112,9 +111,7 @@ class GroupTransaction:
         states = {m.memory_id: m for m in self.bank.memories(self.team, ids=list({d.memory_id for d in decisions}))}
         for d in decisions:
             self._check(d, states)
-        revised = [d for d in decisions if d.after != d.before]
-        vecs = self.bank._embed([d.after for d in revised]) if revised else None
-        vec_of = {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
+        vec_of = revised_vectors(self.bank._embed, decisions)
         conn = self.bank._team_db(self.team)
         # two batched statements, in the decisions' order, sent with the version bump (PostgreSQL)
         conn.defer_many(
@@ -197,6 +194,22 @@ def belongs(d: Decision, g: MemoryGroup) -> None:
         raise BankError(f"decision {d.decision_id!r} belongs to ({d.team!r}, {d.group_id!r}, "
                         f"{d.decided_at.isoformat()}), not to this group ({g.team!r}, {g.group_id!r}, "
                         f"{g.time.isoformat()})")
+
+
+def new_rows(g: MemoryGroup, vecs: np.ndarray | None) -> dict[str, tuple[np.ndarray | None, bool, bool, int]]:
+    """The group's new memories as ``GroupTransaction.pending`` holds them: vector, valid, is_team, time (µs)."""
+    t_us = to_us(g.time)
+    return {m.memory_id: (None if vecs is None else vecs[i], True, m.type == "team", t_us)
+            for i, m in enumerate(g.memories)}
+
+
+def revised_vectors(embed: Callable[[Sequence[str]], np.ndarray | None],
+                    decisions: Sequence[Decision]) -> dict[int, np.ndarray | None]:
+    """The new vector of each decision that revises its target's text (by ``id``), embedded in one batch; None
+    where the bank keeps no vectors."""
+    revised = [d for d in decisions if d.after != d.before]
+    vecs = embed([d.after for d in revised]) if revised else None
+    return {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
 
 
 def pending_after(pending: dict[str, tuple[np.ndarray | None, bool, bool, int]], decisions: Sequence[Decision],
