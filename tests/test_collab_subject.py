@@ -10,6 +10,7 @@ import pytest
 
 from memgraft.collab.maintain import change, subject, values
 from memgraft.collab.api import CollabMemory
+from memgraft.collab.maintain.judge import MEASURE_SHARE
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
 from memgraft.collab.types import Action, Relation
@@ -27,6 +28,8 @@ ANOTHER_SUBJECT = [
     ("From my notes: Who commanded the U-38 = Heinrich Schuch", "Who commanded the U-120? Hans Fiedler."),
     ("Record from 1982: the spouse of Anna Karina is Dennis Berry.",
      "Q: Tell me the spouse of Dennis Quaid? A: Kimberly Buffington"),
+    # a label letter names the thing ("Freezer A" is not "Freezer B"), and a text that opens with its name is about it
+    ("Freezer B is for antibodies only.", "Freezer A holds enzymes and buffers."),
 ]
 
 
@@ -132,16 +135,36 @@ def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(
     ("Stand-up is at 9:30 every day.", "We moved stand-up from 9:30 to 10:00."),
     ("Buffer X is used for the binding assays.", "Buffer X is replaced by buffer Y in the binding assays."),
     ("Sprints are two weeks long.", "We're trying three-week sprints instead of two-week ones from this cycle."),
+    # a measure changed, in words that share little else: the trial and its length
+    ("The free trial lasts 14 days.", "Trial length cut to 7 days for new signups."),
+    ("Logs are kept for 30 days.", "Log retention is now 90 days, up from 30."),
 ])
 def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
     j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
 
 
+@pytest.mark.parametrize("other,new", [
+    ("Logs are kept for 30 days.", "Trial length cut to 7 days for new signups."),  # another measure, no shared word
+    ("The newsletter goes out every 14 days.", "Trial length cut to 7 days for new signups."),
+    ("The mobile team's stand-up is at 9:00.", "Moving stand-up to 10:00 starting Monday."),  # another stand-up
+])
+def test_a_changed_measure_leaves_other_measures_in_its_unit_alone(default, other, new):
+    assert change.measure_change(new, other) < MEASURE_SHARE
+    assert judge(default, mem("other", "team", other), mem("new", "team", new, years=1)).action is Action.keep
+
+
 def test_a_replacement_names_what_it_replaces_and_leaves_the_rest_alone(default):
     web = "Web deploys now happen on Thursdays instead of Tuesdays."
     mobile = mem("mobile", "team", "Deploys of the mobile app happen on Mondays.")
     assert judge(default, mobile, mem("web", "team", web, years=1)).action is Action.keep
+
+
+def test_a_note_in_the_group_that_changes_its_measure_is_revised(default):
+    team = mem("t", "team", "Trial length cut to 7 days for new signups.")
+    note = mem("n", "individual", "Updated the onboarding email to say the trial is 14 days.")
+    j = judge(default, note, team, level="intra")
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
 
 
 def test_a_stale_note_in_the_group_that_drops_its_subject_is_revised(default):

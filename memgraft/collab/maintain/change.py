@@ -8,6 +8,7 @@ instead of ...", "X replaces Y", "we stopped ..."), with no template's words.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memgraft.collab.maintain import rules, subject
 
@@ -17,6 +18,11 @@ _CHANGE = re.compile(r"\b(?:now(?!\s*[:=—–?])|from\s+now\s+on|from\s+today|f
                      r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
                      r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
                      r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
+# a measure: a number and the word after it ("14 days", "3 approvals", "10% gels"); a time of day ("9:30") is a clock
+_MEASURE = re.compile(r"(?<![\w:.])(\d+(?:\.\d+)?)\s*(%|[^\W\d_]+)", re.UNICODE)
+_WEEKDAY = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b", re.IGNORECASE)
+_BEFORE_MEASURE = frozenset({"for", "to", "at", "on", "every", "by", "in", "from", "until", "till"})
+_CLOCK = re.compile(r"\b(\d{1,2}[:.]\d{2})(?!\d)")
 _NAMES_ITS_TARGET = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing))\b", re.IGNORECASE)
 
 
@@ -106,3 +112,54 @@ def new_value(newer: str, older: str) -> bool:
     newer_words = subject.text_words(newer)
     return not subject.stated(newer_words, subject.content(ro.value)) and \
         not subject.stated(subject.raw_words(older), subject.content(rn.value))
+
+
+@lru_cache(maxsize=16384)
+def _measures(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+    """unit -> the numbers the text gives in it (a unit in the singular: "days" and "day" are one; a day of the
+    week and a time of day are measures too, a slot: "Monday's 11:00 review" against "moving to Wednesdays"),
+    and the text's other content words, less the word that governs each measure ("lasts 14 days", "kept for 30
+    days": the verb says how it is measured, not what)."""
+    body = rules.strip_label(text)[: rules.READ_CHARS]
+    found: list[tuple[int, int, str, str]] = [(m.start(), m.end(), "weekday", m.group(1).lower())
+                                              for m in _WEEKDAY.finditer(body)]
+    found += [(m.start(), m.end(), "clock", m.group(1).lstrip("0")) for m in _CLOCK.finditer(body)]
+    for m in _MEASURE.finditer(body):
+        unit = subject.fold(m.group(2))
+        if unit not in rules.STOP_WORDS and not any(a <= m.start() < b for a, b, _, _ in found):
+            found.append((m.start(), m.end(), unit[:-1] if len(unit) > 3 and unit.endswith("s") else unit, m.group(1)))
+    out: dict[str, set[str]] = {}
+    governing, rest, last = set(), [], 0
+    for start, end, unit, number in sorted(found):
+        out.setdefault(unit, set()).add(number)
+        words = subject.raw_words(body[last:start])
+        if len(words) > 1 and words[-1] in _BEFORE_MEASURE and words[-2] not in rules.STOP_WORDS:
+            governing.add(_singular(words[-2]))  # "lasts 14 days", "kept for 30 days"; not "the trial is 14 days"
+        elif words and words[-1] not in rules.STOP_WORDS:
+            governing.add(_singular(words[-1]))
+        rest += _topic_words(body[last:start])
+        last = end
+    rest += _topic_words(body[last:])
+    return {u: frozenset(n) for u, n in out.items()}, frozenset(rest) - governing
+
+
+def _topic_words(text: str) -> list[str]:
+    return [_singular(w) for w in subject.content(subject.raw_words(text)) if len(w) > 2 and not w[0].isdigit()]
+
+
+def _singular(word: str) -> str:
+    """"team's" and "teams" are "team"."""
+    return word[:-2] if word.endswith("'s") else word.rstrip("s")
+
+
+def measure_change(newer: str, older: str) -> float:
+    """Where both give a measure in one unit, in other numbers: the share of ``older``'s other words (what is
+    measured) that ``newer`` has too; else 0. "Trial length cut to 7 days" changes "The free trial lasts 14 days"
+    (1 of 2), where the two share too few words for :func:`shared_topic`; "Logs are kept for 30 days" shares no
+    word but its verb with "Backups are now kept for 14 days" (0), and "The mobile team's stand-up is at 9:00" only
+    one of three with "Moving stand-up to 10:00" (another team's stand-up)."""
+    (mn, wn), (mo, wo) = _measures(newer), _measures(older)
+    shared = mn.keys() & mo.keys()
+    if not shared or not wo or any(mn[u] & mo[u] for u in shared):
+        return 0.0
+    return len(wn & wo) / len(wo)

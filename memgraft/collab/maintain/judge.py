@@ -50,6 +50,10 @@ BUNDLED = Path(__file__).parent.parent / "assets" / "judge-all-MiniLM-L6-v2.pt"
 # contradicting than agreeing is overruled from this P(contradiction) on: the judge's "neutral" there is its doubt
 # about the subject, which the names settle ("G. Whittingham" / "Guy Whittingham")
 INTRA_FLOOR = 0.3
+# a team decision that changes a measure ("cut to 7 days", "moving stand-up to 10:00") changes an earlier memory of
+# that measure when it has at least this share of the memory's other words; in the decision's own group, any
+# ("Updated the onboarding email to say the trial is 14 days" in the group that cuts the trial)
+MEASURE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,9 @@ class JudgePolicy:
             if old is not None and (target.level == "intra" or change.shared_topic(b, a, old) >= 0.5
                                     or change.names_only(a, old)):
                 contra.append((max(float(p[2]), 0.99), r))
-            elif r.type == "team" and change.changes(b) and change.shared_topic(b, a, subject.read(a).value) >= 0.6 \
+            elif r.type == "team" and change.changes(b) and (change.shared_topic(b, a, subject.read(a).value) >= 0.6
+                                                             or change.measure_change(b, a) >= (
+                                                                 MEASURE_SHARE if target.level == "inter" else 1e-9)) \
                     and change.new_value(b, a) and not (self.topic_from and topic.other_question(a, b)):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (

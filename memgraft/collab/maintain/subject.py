@@ -100,7 +100,12 @@ def _is_name(tok: str, first: bool, nxt: str) -> bool:
         return False
     if fold(tok) in _NOT_NAMES:
         return False
-    return not first or (nxt[:1].isupper() and fold(nxt) not in _NOT_NAMES)
+    return not first or (nxt[:1].isupper() and (fold(nxt) not in _NOT_NAMES or _label(nxt)))
+
+
+def _label(tok: str) -> bool:
+    """"A" after a name word labels it ("Freezer A", "Plan A", "Compound A"): an article never follows a name."""
+    return tok == "A"
 
 
 def _is_date(run: tuple[str, ...]) -> bool:
@@ -116,7 +121,7 @@ def _runs(toks: list[str]) -> list[tuple[int, int]]:
     while i < len(toks):
         first = i == 0 or toks[i - 1] in {".", "?", "!", ":", '"'}
         nxt = toks[i + 1] if i + 1 < len(toks) else ""
-        if _is_name(toks[i], first, nxt):
+        if _is_name(toks[i], first, nxt) or (start is not None and _label(toks[i])):
             if start is None:
                 start = i
             i += 1
@@ -158,6 +163,12 @@ def _read(text: str) -> Reading:
     if cut is None:
         cut = next((i for i in range(len(toks) - 1, -1, -1) if fold(toks[i]) in _OPENERS), None)
     end, by_run = len(toks), cut is None and bool(runs)
+    if by_run and runs[-1][0] == 0 and runs[-1][1] < len(toks) and _is_word(toks[runs[-1][1]]) and \
+            fold(toks[runs[-1][1]]) not in rules.STOP_WORDS:
+        # the text opens with its only name and a verb says something of it: the name is who it is about
+        # ("Freezer A holds enzymes and buffers"), the rest its value; not a value put first ("Time Warner for
+        # the owner of ...")
+        cut, by_run = runs[-1][1] - 1, False
     if by_run:  # the last run, to its clause's end: "... with Wilt Chamberlain, and that held"
         cut = runs[-1][0] - 1
         end = next((i for i in range(runs[-1][1], len(toks)) if toks[i] in _CLOSERS), len(toks))
