@@ -195,4 +195,62 @@ TEAMS: tuple[TeamSet, ...] = (
         T("email-signoff", "How do we sign off support emails?", "instruction", (
             ("2024-09-02", "the agent's first name", "Sign off every support email with the agent's first name."),)),
     )),
+    # written in a later session to test a measure or a slot changed in plain words, labelled things ("Freezer A"),
+    # and notes on the old slot; developed on (all three hash to dev)
+    TeamSet("infra-ops", "operations", "dana", ("ops-eli", "ops-mei"), (
+        T("backup-time", "When do backups run?", "decision", (
+            ("2025-03-03", "02:00 UTC", "Backups run nightly at 02:00 UTC."),
+            ("2025-03-13", "04:00 UTC", "Heads up: backups move to 04:00 UTC starting tonight.")),
+          notes=(("2025-03-06", "02:00 UTC", "Checked last night's 02:00 backup, all green."),)),
+        T("staging-rebuild", "When is staging rebuilt?", "decision", (
+            ("2025-03-03", "every Sunday night", "Staging is rebuilt every Sunday night."),)),
+        T("secrets-store", "Where do secrets live?", "decision", (
+            ("2025-03-03", "HashiCorp Vault", "Secrets live in HashiCorp Vault."),
+            ("2025-03-23", "AWS Secrets Manager",
+             "We're dropping Vault. Secrets go into AWS Secrets Manager going forward.")),
+          notes=(("2025-03-23", "HashiCorp Vault", "Rotated the database password in Vault this morning."),)),
+        T("alert-paging", "What pages the on-call engineer for production alerts?", "decision", (
+            ("2025-03-03", "Opsgenie", "Production alerts page the on-call engineer through Opsgenie."),
+            ("2025-03-28", "PagerDuty", "Opsgenie is being replaced by PagerDuty for all production alerts."))),
+        T("log-retention", "How long are logs kept?", "protocol", (
+            ("2025-03-15", "30 days", "Logs are kept for 30 days."),
+            ("2025-04-02", "90 days", "Log retention is now 90 days, up from 30."))),
+        T("staging-deploy-gate", "What do staging deploys need first?", "protocol", (
+            ("2025-04-02", "a green test run", "Staging deploys need a green test run first."),)),
+    )),
+    TeamSet("growth-team", "growth marketing", "lena", ("gr-omar", "gr-ivy"), (
+        T("metrics-review", "When is the weekly metrics review?", "decision", (
+            ("2025-03-03", "Mondays at 11", "Weekly metrics review is on Mondays at 11."),
+            ("2025-03-18", "Wednesdays at 11", "Metrics review is moving to Wednesdays, same time.")),
+          notes=(("2025-03-08", "Mondays at 11", "Booked the room for Monday's 11:00 metrics review."),)),
+        T("trial-length", "How long is the free trial?", "decision", (
+            ("2025-03-03", "14 days", "The free trial lasts 14 days."),
+            ("2025-03-25", "7 days", "Trial length cut to 7 days for new signups.")),
+          notes=(("2025-03-25", "14 days", "Updated the onboarding email to say the trial is 14 days."),)),
+        T("newsletter-day", "When does the newsletter go out?", "decision", (
+            ("2025-03-03", "the first Tuesday of each month", "Newsletter goes out on the first Tuesday of each month."),)),
+        T("north-star", "What is our primary metric?", "decision", (
+            ("2025-03-03", "weekly active users", "Our primary KPI is weekly active users."),
+            ("2025-04-02", "paid conversions",
+             "After the offsite we agreed: north-star metric is paid conversions, not WAU."))),
+        T("experiment-tool", "Which tool runs landing page experiments?", "decision", (
+            ("2025-03-18", "Optimizely", "Landing page experiments use Optimizely."),)),
+    )),
+    TeamSet("cell-lab", "cell biology lab", "dr-haas", ("cl-noor", "cl-jan"), (
+        T("passage-interval", "How often are cells passaged?", "protocol", (
+            ("2025-03-03", "every 3 days", "Cells are passaged every 3 days."),
+            ("2025-03-11", "every 4 days", "Switching to passaging every 4 days to reduce stress on the cells.")),
+          notes=(("2025-03-11", "every 3 days", "Passaged the HeLa line today, next one in 3 days."),)),
+        T("freezer-b", "What is Freezer B for?", "instruction", (
+            ("2025-03-03", "antibodies only", "Freezer B is for antibodies only."),)),
+        T("freezer-a", "What does Freezer A hold?", "instruction", (
+            ("2025-03-17", "enzymes and buffers", "Freezer A holds enzymes and buffers."),)),
+        T("western-gels", "Which gels do western blots use?", "protocol", (
+            ("2025-03-03", "10% gels", "Western blots use 10% gels."),
+            ("2025-03-23", "12% gels", "Going with 12% gels for westerns from now on."))),
+        T("lab-meeting", "When is lab meeting?", "decision", (
+            ("2025-03-03", "Thursday at 4pm", "Lab meeting is Thursday at 4pm."),
+            ("2025-03-29", "Friday at 3pm", "Lab meeting moved to Friday 3pm.")),
+          notes=(("2025-03-29", "Thursday at 4pm", "Sent the agenda for Thursday's 4pm lab meeting."),)),
+    )),
 )

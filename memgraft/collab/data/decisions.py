@@ -17,9 +17,10 @@ hand (:mod:`.decision_threads`); this module turns them into the four files:
 * **questions**: each thread's question "now" (the team's last date) and as of the midpoint
   of every replaced state's life, with the valid and outdated ids then.
 
-Split: by team, a salted hash of ``decisions:<team>`` (:func:`memgraft.collab.data.splits.half_of`), three
-teams each: ``dev`` binding-lab, product-squad, data-eng; ``test`` web-platform (the deploy case),
-synthesis-lab (the Compound A note), support-desk. ``all`` keeps every team.
+Split: by team, a salted hash of ``decisions:<team>`` (:func:`memgraft.collab.data.splits.half_of`): ``dev``
+binding-lab, product-squad, data-eng, and infra-ops, growth-team, cell-lab (added later: measures and slots
+changed in plain words, labelled freezers; developed on); ``test`` web-platform (the deploy case), synthesis-lab
+(the Compound A note), support-desk. ``all`` keeps every team.
 """
 
 from __future__ import annotations
