@@ -160,9 +160,15 @@ def test_a_replacement_names_what_it_replaces_and_leaves_the_rest_alone(default)
     assert judge(default, mobile, mem("web", "team", web, years=1)).action is Action.keep
 
 
-def test_a_note_in_the_group_that_changes_its_measure_is_revised(default):
-    team = mem("t", "team", "Trial length cut to 7 days for new signups.")
-    note = mem("n", "individual", "Updated the onboarding email to say the trial is 14 days.")
+@pytest.mark.parametrize("decision,stale", [
+    ("Trial length cut to 7 days for new signups.", "Updated the onboarding email to say the trial is 14 days."),
+    # the same word inflected ("passaging" / "Passaged"), and what the decision changes named before its measure
+    ("Switching to passaging every 4 days to reduce stress on the cells.",
+     "Passaged the HeLa line today, next one in 3 days."),
+])
+def test_a_note_in_the_group_that_changes_its_measure_is_revised(default, decision, stale):
+    team = mem("t", "team", decision)
+    note = mem("n", "individual", stale)
     j = judge(default, note, team, level="intra")
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
 

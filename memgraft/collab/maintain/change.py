@@ -115,11 +115,12 @@ def new_value(newer: str, older: str) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _measures(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
+def _measures(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str], frozenset[str]]:
     """unit -> the numbers the text gives in it (a unit in the singular: "days" and "day" are one; a day of the
     week and a time of day are measures too, a slot: "Monday's 11:00 review" against "moving to Wednesdays"),
-    and the text's other content words, less the word that governs each measure ("lasts 14 days", "kept for 30
-    days": the verb says how it is measured, not what)."""
+    the text's other content words as stems, and the word that governs each measure ("lasts 14 days", "kept for 30
+    days": in a memory, the verb says how it is measured, not what; in a change, "passaging every 4 days", it
+    may be what)."""
     body = rules.strip_label(text)[: rules.READ_CHARS]
     found: list[tuple[int, int, str, str]] = [(m.start(), m.end(), "weekday", m.group(1).lower())
                                               for m in _WEEKDAY.finditer(body)]
@@ -134,31 +135,38 @@ def _measures(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str]]:
         out.setdefault(unit, set()).add(number)
         words = subject.raw_words(body[last:start])
         if len(words) > 1 and words[-1] in _BEFORE_MEASURE and words[-2] not in rules.STOP_WORDS:
-            governing.add(_singular(words[-2]))  # "lasts 14 days", "kept for 30 days"; not "the trial is 14 days"
+            governing.add(_stem(words[-2]))  # "lasts 14 days", "kept for 30 days"; not "the trial is 14 days"
         elif words and words[-1] not in rules.STOP_WORDS:
-            governing.add(_singular(words[-1]))
+            governing.add(_stem(words[-1]))
         rest += _topic_words(body[last:start])
         last = end
     rest += _topic_words(body[last:])
-    return {u: frozenset(n) for u, n in out.items()}, frozenset(rest) - governing
+    return {u: frozenset(n) for u, n in out.items()}, frozenset(rest), frozenset(governing)
 
 
 def _topic_words(text: str) -> list[str]:
-    return [_singular(w) for w in subject.content(subject.raw_words(text)) if len(w) > 2 and not w[0].isdigit()]
+    return [_stem(w) for w in subject.content(subject.raw_words(text)) if len(w) > 2 and not w[0].isdigit()]
 
 
-def _singular(word: str) -> str:
-    """"team's" and "teams" are "team"."""
-    return word[:-2] if word.endswith("'s") else word.rstrip("s")
+def _stem(word: str) -> str:
+    """One stem for a word's inflections, compared only with another stem: "team's" and "teams" are "team";
+    "passaged", "passaging" and "passages" are "passag"; "moved", "moves" and "moving" are "mov"."""
+    word = word[:-2] if word.endswith("'s") else word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 def measure_change(newer: str, older: str) -> float:
-    """Where both give a measure in one unit, in other numbers: the share of ``older``'s other words (what is
-    measured) that ``newer`` has too; else 0. "Trial length cut to 7 days" changes "The free trial lasts 14 days"
+    """Where both give a measure in one unit, in other numbers: the share of ``older``'s other words but its
+    governing ones (what is measured) that ``newer`` has too; else 0. "Trial length cut to 7 days" changes "The free trial lasts 14 days"
     (1 of 2), where the two share too few words for :func:`shared_topic`; "Logs are kept for 30 days" shares no
     word but its verb with "Backups are now kept for 14 days" (0), and "The mobile team's stand-up is at 9:00" only
     one of three with "Moving stand-up to 10:00" (another team's stand-up)."""
-    (mn, wn), (mo, wo) = _measures(newer), _measures(older)
+    (mn, wn, _), (mo, wo, governing) = _measures(newer), _measures(older)
+    wo -= governing
     shared = mn.keys() & mo.keys()
     if not shared or not wo or any(mn[u] & mo[u] for u in shared):
         return 0.0
