@@ -30,6 +30,12 @@ from memgraft.collab.maintain.values import list_change, stated_value, states
     # too weak to tell subjects apart: a bare number, one common word
     ("As of 2018, how many episodes are there? 20.", "As of 2018, how many episodes are there? 30.", ()),
     ("Log: is the bridge open? — yes", "Team: is the bridge open? no", ()),
+    # the writer speaking ("last I looked") is no value, though it is the only stretch the two word differently
+    ("last I looked, 'who holds the record for the most homeruns in a single season' → Mark McGwire",
+     "Starting in 2001: Barry Bonds, if you ask who holds the record for the most homeruns in a single season.", ()),
+    # a name's numeral is part of it
+    ("Checked again: the war the us last declared was World War I",
+     "Record from 1941: the war the us last declared was World War II", ("world", "war", "i")),
 ])
 def test_the_value_a_note_states_where_its_overruling_memory_states_another(note, by, value):
     assert stated_value(note, by) == value

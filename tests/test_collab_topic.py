@@ -103,6 +103,22 @@ def test_the_same_question_in_another_wording_is_still_superseded(default):
     assert judge(default, old, new, words).action is Action.revise
 
 
+STARTING = "Starting in {y}, the records give {v} for {q}."
+
+
+def test_a_dated_record_on_another_question_keeps_the_current_memory_and_on_the_same_one_supersedes(default):
+    """"Starting in 2018, ..." dates a record; it says no decision changed, so the team's words still tell two
+    questions apart ("the speaker of the house of assembly" / "the next book after the last one")."""
+    words = team_words([STARTING.format(y=2000 + i, v=f"Value{i}", q=q) for i, q in enumerate(QUESTIONS)])
+    old = mem("speaker", "team", STARTING.format(y=2017, v="Halson Moultrie", q="the speaker of the house of assembly"))
+    other = mem("book", "team", STARTING.format(y=2020, v="Anne of the Island", q="the next book after anne of avonlea"),
+                years=2)
+    assert judge(default, old, other, words).action is Action.keep
+    same = mem("again", "team", STARTING.format(y=2021, v="Patricia Deveaux", q="the speaker of the house of assembly"),
+               years=3)
+    assert judge(default, old, same, words).action is Action.revise
+
+
 T0 = datetime(2026, 1, 6, 9, tzinfo=timezone.utc)
 
 

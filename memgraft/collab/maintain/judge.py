@@ -271,7 +271,7 @@ class JudgePolicy:
             elif r.type == "team" and change.changes(b) and (change.shared_topic(b, a, subject.read(a).value) >= 0.6
                                                              or change.measure_change(b, a) >= (
                                                                  MEASURE_SHARE if target.level == "inter" else 1e-9)) \
-                    and change.new_value(b, a) and not (self.topic_from and topic.other_question(a, b)):
+                    and change.new_value(b, a) and not self._other_topic(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (
                     self._list_change(a, b) or not subject.same_marks(a, b)):
@@ -288,14 +288,15 @@ class JudgePolicy:
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
         """The two answer two lower-case questions (:func:`~memgraft.collab.maintain.topic.other_question`, read
-        from the pair alone), or neither names a subject nor states a change and the team's words say two topics
+        from the pair alone), or neither names a subject and the team's words say two topics
         (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists".
-        ``topic_from`` 0 reads neither."""
+        Also where ``b`` states a change: "Starting in 2020, the records give ..." dates a record on its own
+        question. ``topic_from`` 0 reads neither."""
         if not self.topic_from:
             return False
         if topic.other_question(a, b):  # a change stated on another question changes that one ("The answer to
             return True                 # 'who won ...' changed in 2008 to ...")
-        return target.words is not None and subject.same_subject(a, b) is None and not change.changes(b) and \
+        return target.words is not None and subject.same_subject(a, b) is None and \
             topic.other_topic(a, b, target.words, self.topic_from)
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:

@@ -55,7 +55,8 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
     """The value ``note`` states where ``by`` states another: the last stretch of words where they
     differ, widened back to what opens a value ("?", ":", "is", "as", ...) and forward to what
     closes one; lower-cased. Empty when there is none, or it is too weak to carry: a bare number,
-    or only common words without a name."""
+    or only common words without a name; or the writer speaking ("last I looked, ..." against
+    "Starting in 2001: ..."), which a differing stretch can be where the note states its value last."""
     a, b = _tokens(note), _tokens(by)
     la, lb = [t.lower() for t in a], [t.lower() for t in b]
     blocks = [op for op in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes()
@@ -69,6 +70,8 @@ def stated_value(note: str, by: str) -> tuple[str, ...]:
         i1 -= 1
     i2 = next((i for i in range(i1 + 1, len(a)) if la[i] in _CLOSES), len(a))  # ", as far as I know" is no value
     span = [t for t in a[i1:i2] if _in_value(t)]
+    if any(t == "I" and (k == 0 or not span[k - 1][:1].isupper()) for k, t in enumerate(span)):
+        return ()  # the writer speaking ("last I looked", "I think"), not a value; "World War I" is one
     content = [t for t in span if _is_word(t) and t.lower() not in rules.STOP_WORDS]
     if not any(t.isalpha() for t in content):
         return ()  # "2018", "5": values too common to tell subjects apart
