@@ -161,10 +161,10 @@ def _stem(word: str) -> str:
 
 def measure_change(newer: str, older: str) -> float:
     """Where both give a measure in one unit, in other numbers: the share of ``older``'s other words but its
-    governing ones (what is measured) that ``newer`` has too; else 0. "Trial length cut to 7 days" changes "The free trial lasts 14 days"
-    (1 of 2), where the two share too few words for :func:`shared_topic`; "Logs are kept for 30 days" shares no
-    word but its verb with "Backups are now kept for 14 days" (0), and "The mobile team's stand-up is at 9:00" only
-    one of three with "Moving stand-up to 10:00" (another team's stand-up)."""
+    governing ones (what is measured) that ``newer`` has too; else 0. "Trial length cut to 7 days" changes "The
+    free trial lasts 14 days" (1 of 2), where the two share too few words for :func:`shared_topic`; "Logs are
+    kept for 30 days" shares no word but its verb with "Backups are now kept for 14 days" (0), and "The mobile
+    team's stand-up is at 9:00" only one of three with "Moving stand-up to 10:00" (another team's stand-up)."""
     (mn, wn, _), (mo, wo, governing) = _measures(newer), _measures(older)
     wo -= governing
     shared = mn.keys() & mo.keys()

@@ -268,10 +268,7 @@ class JudgePolicy:
             if old is not None and (target.level == "intra" or change.shared_topic(b, a, old) >= 0.5
                                     or change.names_only(a, old)):
                 contra.append((max(float(p[2]), 0.99), r))
-            elif r.type == "team" and change.changes(b) and (change.shared_topic(b, a, subject.read(a).value) >= 0.6
-                                                             or change.measure_change(b, a) >= (
-                                                                 MEASURE_SHARE if target.level == "inter" else 1e-9)) \
-                    and change.new_value(b, a) and not self._other_topic(target, a, b):
+            elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (
                     self._list_change(a, b) or not subject.same_marks(a, b)):
@@ -280,6 +277,17 @@ class JudgePolicy:
                 else:
                     contra.append((float(p[2]), r))
         return contra, elsewhere
+
+    def _decision_changed(self, target: Target, a: str, b: str) -> bool:
+        """Team record ``b`` says a decision on ``a``'s topic changed: it states a change ("moves to", "cut to"),
+        shares most of ``a``'s words or changes its measure (``MEASURE_SHARE`` of its words; in ``a``'s own group,
+        any), states a value ``a`` does not, and is not on another topic."""
+        if not change.changes(b):
+            return False
+        measured = change.measure_change(b, a)
+        on_topic = change.shared_topic(b, a, subject.read(a).value) >= 0.6 or (
+            measured >= MEASURE_SHARE if target.level == "inter" else measured > 0)
+        return on_topic and change.new_value(b, a) and not self._other_topic(target, a, b)
 
     @staticmethod
     def _list_change(a: str, b: str) -> bool:
