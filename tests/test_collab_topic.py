@@ -327,3 +327,70 @@ def test_a_write_during_the_background_read_waits_for_it_and_the_file_is_parsed_
     ranks = cased._ranks()  # what a write's topic check asks while the service's start-up read runs
     thread.join(timeout=60)
     assert ranks and ranks is cased._ranks() and len(parsed) == 1
+
+
+def test_two_asked_questions_are_compared_question_to_question():
+    """Where both texts ask, the words around the other's question do not hide a word its question lacks: "and that
+    held" closing a note is not "been held" (two questions from one SituatedQA team)."""
+    held = "United States answers 'where have the most olympic games been held' from 1904 onward."
+    medals = "In 2000 we started answering 'who has the most medals in the olympic games' with Michael Phelps, and that held."
+    assert topic.other_question(held, medals) and topic.other_question(medals, held)
+    again = "From 1996, 'where have the most olympic games been held' gets United States for an answer."
+    assert not topic.other_question(held, again)
+
+
+def test_a_shared_word_is_a_topic_word_or_a_name_on_both_sides():
+    """A sentence's opening capital is not a name: "Starting in 2011, ..." shares nothing with "the starting
+    quarterback"; a subject written as a name on one side and in lower case on the other is shared."""
+    population = "Starting in 2011, the records give 12,781 for the population of the magdalen islands."
+    vikings = "Starting in 2019, the records give Kirk Cousins for the starting quarterback for the vikings."
+    records = [f"Starting in 20{i:02d}, the records give Answer{i} for the {q}." for i, q in enumerate(QUESTIONS)]
+    # the vikings' starting quarterback asked a few times: "starting" is as rare as that topic's own words
+    asked = [f"Log: the starting quarterback for the vikings? — Name{i}" for i in range(3)]
+    words = team_words([population, vikings, *records, *asked])
+    assert words.df["starting"] == words.df["vikings"] < words.df["records"]
+    assert topic.other_topic(population, vikings, words, 50)
+    league = "In 2006 the league of Richmond Kickers went to third division."
+    usl = ("In 2019 we started answering 'to present, usl league one has been home for richmond kickers' with "
+           "USL League One, and that held.")
+    words = team_words([league, usl, "Q: which league did the harbour club join? A: Second League"])
+    assert not topic.other_topic(league, usl, words, 50)
+
+
+NOTES = ["my money's on {v} re {q}", "pretty sure it's {v} for {q}", "fwiw my spreadsheet says {v} for '{q}'"]
+RAIDERS = "From 2016, 'when was the last time the raiders made the playoffs' gets 2016 for an answer."
+
+
+def note_words():
+    """A team whose informal notes and records repeat their wordings over its questions."""
+    return team_words([n.format(v=f"Value{i}", q=q) for i, q in enumerate(QUESTIONS) for n in NOTES]
+                      + [f"From 2016, '{q}' gets Value{i} for an answer." for i, q in enumerate(QUESTIONS)])
+
+
+def test_a_note_on_its_groups_record_topic_is_one_topic_and_a_shared_subject_alone_is_not():
+    words = note_words()
+    assert topic.same_topic("my money's on 2002 re the last time the raiders made the playoffs", RAIDERS, words, 50)
+    # one rare word shared is a subject, not its attribute
+    assert not topic.same_topic("I'd go with Lacazette for arsenal's top scorer in the premier league season tbh",
+                                "From 2020, 'how many times have arsenal won the community shield' gets 16 for an "
+                                "answer.", words, 50)
+    # two questions asked are two topics, whatever the counts
+    assert not topic.same_topic("Simmons? that's what I have written down for 'who led the nba in steals last year'",
+                                "From 2019, 'who led the nba in blocks last year' gets Turner for an answer.", words, 50)
+    assert not topic.same_topic("my money's on 2002 re the last time the raiders made the playoffs", RAIDERS, words,
+                                words.n + 1)  # too few memories to tell
+
+
+def test_a_note_in_its_groups_record_words_with_another_value_is_overruled(default):
+    """The intra step in people's words: a member's stale note, written in the group whose team record gives the
+    question a new answer, is overruled, though the judge alone reads the pair as neutral; one restating it is not."""
+    words = note_words()
+    record = mem("record", "team", RAIDERS, years=1)
+    stale = mem("note", "individual", "my money's on 2002 re the last time the raiders made the playoffs", years=1)
+    [j] = default.judge([Target("intra", stale, (record,), record.time, words)])
+    assert j.action is Action.revise and j.relation is Relation.contradiction
+    [j] = dataclasses.replace(default, topic_from=0).judge([Target("intra", stale, (record,), record.time, words)])
+    assert j.action is Action.keep  # what the judge alone reads
+    same = mem("same", "individual", "pretty sure it's 2016 for the last time the raiders made the playoffs", years=1)
+    [j] = default.judge([Target("intra", same, (record,), record.time, words)])
+    assert j.action is Action.keep

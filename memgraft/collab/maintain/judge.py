@@ -258,6 +258,9 @@ class JudgePolicy:
                 if judged:
                     contra.append((float(p[2]), r))
                 continue
+            if self._overruled_in_group(target, r, a, b):
+                contra.append((max(float(p[2]), INTRA_FLOOR), r))
+                continue
             if subject.another_subject(a, b) and not (self.topic_from and topic.same_question(a, b)):
                 if judged:
                     elsewhere.append((float(p[2]), r))
@@ -277,6 +280,15 @@ class JudgePolicy:
                 else:
                     contra.append((float(p[2]), r))
         return contra, elsewhere
+
+    def _overruled_in_group(self, target: Target, r: Memory, a: str, b: str) -> bool:
+        """Note ``a`` and its own group's team memory ``b`` are on one topic (:func:`~memgraft.collab.maintain.topic.
+        same_topic`: a word they share is rarer in the team than each word only one has) and the note names a value
+        the record does not: the team's record overrules it ("my money's on 2002 re the last time the raiders made
+        the playoffs" beside "From 2016, 'when was the last time the raiders made the playoffs' gets 2016"), whatever
+        names the subject reader takes for subjects."""
+        return (target.level == "intra" and r.type == "team" and target.words is not None and self.topic_from > 0
+                and subject.names_more(a, b) and topic.same_topic(a, b, target.words, self.topic_from))
 
     def _decision_changed(self, target: Target, a: str, b: str) -> bool:
         """Team record ``b`` says a decision on ``a``'s topic changed: it states a change ("moves to", "cut to"),

@@ -322,6 +322,12 @@ def other_marks(a: str, b: str) -> bool:
     return bool(only_a) and bool(only_b)
 
 
+def names_more(a: str, b: str) -> bool:
+    """``a`` names something or a number that ``b`` does not (a typo allowed): a value of its own."""
+    ma, mb = _name_marks(a, b)
+    return any(not any(near(x, y) for y in mb) for x in ma)
+
+
 _PRO_FORMS = frozenset({"one", "ones"})  # "three-week sprints instead of two-week ones": "ones" names nothing
 
 

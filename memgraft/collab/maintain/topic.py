@@ -120,12 +120,18 @@ def other_question(a: str, b: str) -> bool:
     asked again in other words ("Who scored the most points in one nba basketball game?") keeps every word of the
     shorter one, and a statement of it every word but one."""
     qa, qb = _question(a), _question(b)
+    if qa and qb and qa[0] and qb[0]:  # both ask: question against question, not the words around the other's
+        return _lacks(qa[0], qb[0]) and _lacks(qb[0], qa[0])  # ("..., and that held" is no "been held")
     miss_a = [w for w in (qa[0] if qa else ()) if not subject.among(w, _with_parts(b))]
     miss_b = [w for w in (qb[0] if qb else ()) if not subject.among(w, _with_parts(a))]
-    if qa and qb and qa[0] and qb[0]:
-        return bool(miss_a) and bool(miss_b)
     # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
     return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
+
+
+def _lacks(words: frozenset[str], other: frozenset[str]) -> bool:
+    """One of ``words`` is not among ``other`` (a typo, a plural or a hyphen's parts allowed)."""
+    parts = subject.with_parts(tuple(other))
+    return any(not subject.among(w, parts) for w in words)
 
 
 def other_question_on_topic(a: str, b: str) -> bool:
@@ -172,10 +178,39 @@ def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
         return False
     if _names_one_side(a, only_a) and _names_one_side(b, only_b):
         return True  # "the united states had a solar eclipse" / "... happened in india": two subjects in lower case
-    shared = (ta - set(only_a)) | (tb - set(only_b))
+    # a word they share is a topic word or a name on both sides: "richmond kickers" is "Richmond Kickers", but the
+    # "starting quarterback" shares nothing with "Starting in 2011, ..."
+    shared = {w for w in ta - set(only_a) if subject.among(w, _topic_or_name(b))} | \
+        {w for w in tb - set(only_b) if subject.among(w, _topic_or_name(a))}
     rarest_shared = min((words.df[w] for w in shared), default=None)
     rarest_own = max(min(words.df[w] for w in only_a), min(words.df[w] for w in only_b))
     return rarest_shared is None or rarest_own < rarest_shared
+
+
+@lru_cache(maxsize=65536)
+def _topic_or_name(text: str) -> tuple[str, ...]:
+    """The text's topic words and the words of the names it holds (not a capital that only opens a sentence)."""
+    return tuple(topic_words(text)) + subject.with_parts(tuple(w for run in subject.read(text).names for w in run))
+
+
+SAME_TOPIC_WORDS = 2  # shared words rarer than any word one side has alone, from which two texts are on one topic
+
+
+def same_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
+    """``a`` and ``b`` are about one topic: two topic words they share are rarer in the team than every word only one
+    of them has ("the raiders made the playoffs" in "my money's on 2002 re ..." and in "From 2016, 'when was ...'
+    gets 2016": "raiders" and "playoffs" are rarer than "money's" or "gets"; one rare word shared, "arsenal", is a
+    subject, not its attribute), and they ask no two questions. False where the team is too small to tell."""
+    if words.n < min_memories:
+        return False
+    ta, tb = topic_words(a), topic_words(b)
+    if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
+        return False
+    only = [w for w in ta if not subject.among(w, _with_parts(b))] + \
+        [w for w in tb if not subject.among(w, _with_parts(a))]
+    rarest_own = min((words.df[w] for w in only), default=words.n + 1)
+    shared = [w for w in ta if subject.among(w, _topic_or_name(b)) and words.df[w] < rarest_own]
+    return len(shared) >= SAME_TOPIC_WORDS and not other_question(a, b)
 
 
 def _names_one_side(text: str, only: list[str]) -> bool:
