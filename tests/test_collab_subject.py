@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memgraft.collab.maintain import change, subject, values
+from memgraft.collab.maintain import change, restated, subject, values
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.maintain.judge import MEASURE_SHARE
 from memgraft.collab.maintain.judgement import Target
@@ -348,3 +348,37 @@ def test_a_note_asking_its_group_records_question_is_overruled(default):
     [p] = default.judge_pairs([note], [team])
     assert p[2] < default.threshold
     assert judge(default, note, team, level="intra").action is Action.revise
+
+
+@pytest.mark.parametrize("old,new", [
+    ("From 2019, 'who sings theme song for rules of engagement' gets Señor Happy for an answer.",
+     "In 2020 we started answering 'who sings the theme song to rules of engagement' with Señor Happy, and that held."),
+    ("If anyone asks who had the most medals at the olympics, the answer from 2000 on reads Michael Phelps.",
+     "Michael Phelps answers 'who's got the most medals at the olympics' from 2016 onward."),
+])
+def test_a_record_naming_the_same_value_dated_otherwise_restates_it(default, old, new):
+    """Two records of one answer, each dated by its own year: the older one, still true, stays valid (a SituatedQA
+    team in one bank, the judge's training part; the judge alone retired each). Numbers alone are not enough
+    ("32.0.0.465", then "32.0.0.465" again, is still read as the judge reads it)."""
+    assert restated.names_again(old, new) and not subject.same_marks(old, new)
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The 2014 entry puts 2014 FIFA World Cup in place for the last time france was in the final of the world cup.",
+     "The 2018 entry puts 2018 FIFA World Cup in place for the last time france was in the final of the world cup."),
+    ("Starting in 1984: 1984, if you ask the last time the united states hosted the olympics.",
+     "Starting in 1996: 1996, if you ask the last time the united states hosted the olympics."),
+    ("When's the last time georgia bulldogs won the championship? 1968, if the wiki can be trusted.",
+     "When's the last time georgia bulldogs won the championship: 1980"),
+    ("In 2013 we started answering 'when did italy last win a 6 nations match' with 2013, and that held.",
+     "From 2019, 'when did italy last win a 6 nations match' gets 2019 for an answer."),
+])
+def test_a_year_inside_a_value_or_a_value_of_years_is_no_date(default, old, new):
+    """A year beside a name is the value's ("2018 FIFA World Cup"); a value of years is no restatement, nor is a
+    question's own number the same answer."""
+    assert not restated.names_again(old, new)
+    if "FIFA" not in old:  # the judge alone reads the two World Cup records as neutral; these years it reads
+        j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
+        assert (j.relation, j.action) == (Relation.contradiction, Action.revise)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import change, subject, topic, values
+from memgraft.collab.maintain import change, restated, subject, topic, values
 from memgraft.collab.maintain.features import N_LEXICAL, pair_features
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
@@ -274,7 +274,7 @@ class JudgePolicy:
             elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (
-                    self._list_change(a, b) or not subject.same_marks(a, b)):
+                    self._list_change(a, b) or not (subject.same_marks(a, b) or restated.names_again(a, b))):
                 if self._other_topic(target, a, b):
                     elsewhere.append((float(p[2]), r))
                 else:

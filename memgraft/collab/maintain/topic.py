@@ -113,15 +113,15 @@ def _question_words(question: str) -> frozenset[str]:
 
 
 def other_question(a: str, b: str) -> bool:
-    """The two answer two questions: each question has a word the other text lacks (a typo, a plural, a hyphen's
-    parts allowed), or, where only one text asks and its question opens as one ("who ...", "how many ..."), two
+    """The two answer two questions: both ask and each question has a word the other's question lacks (a typo, a
+    plural, a hyphen's parts allowed; :func:`asked_apart`), or, where only one text asks and its question opens as one ("who ...", "how many ..."), two
     of its words are missing from the other: "most points in a nba game" and "most assists in a nba game" are two
     questions, whatever their answers. Read from the two texts alone, so it holds in a team of any size; a question
     asked again in other words ("Who scored the most points in one nba basketball game?") keeps every word of the
     shorter one, and a statement of it every word but one."""
     qa, qb = _question(a), _question(b)
     if qa and qb and qa[0] and qb[0]:  # both ask: question against question, not the words around the other's
-        return _lacks(qa[0], qb[0]) and _lacks(qb[0], qa[0])  # ("..., and that held" is no "been held")
+        return asked_apart(a, b)  # ("..., and that held" is no "been held")
     miss_a = [w for w in (qa[0] if qa else ()) if not subject.among(w, _with_parts(b))]
     miss_b = [w for w in (qb[0] if qb else ()) if not subject.among(w, _with_parts(a))]
     # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
@@ -139,6 +139,14 @@ def other_question_on_topic(a: str, b: str) -> bool:
     share none may be one question asked in other words ("Who filled the vacant manager position?" / "Who was the
     coach of sv darmstadt 98 after ...?"), which only a third memory can link."""
     return other_question(a, b) and bool(topic_words(a) & topic_words(b))
+
+
+def asked_apart(a: str, b: str) -> bool:
+    """Both ask a lower-case question, and each question has a word the other's lacks: two questions, whether or not
+    they share a topic word ("who carried the us flag at opening ceremony" / "who holds the record for the most
+    olympic medals": "Michael Phelps" answered one; it is no answer of the other's gone out of date)."""
+    qa, qb = _question(a), _question(b)
+    return bool(qa and qb and qa[0] and qb[0]) and _lacks(qa[0], qb[0]) and _lacks(qb[0], qa[0])
 
 
 SAME_MIN_WORDS = 3  # a question's content words from which it says what one memory is about

@@ -165,9 +165,11 @@ class Updater:
             o = carry.carried(t.memory, found) if j.action is Action.keep and t.memory.valid else None
             if o is not None and self.settings.judge_subject_first and (
                     subject.another_subject(t.memory.maintained, o.by.maintained)
-                    or topic.other_question_on_topic(t.memory.maintained, o.by.maintained)):
+                    or topic.other_question_on_topic(t.memory.maintained, o.by.maintained)
+                    or topic.asked_apart(t.memory.maintained, o.by.maintained)):
                 o = None  # the value is another subject's or question's too: "San Francisco" is not only Holtzman's,
-                # "Brazil" answers who has won the most world cups as well as where the previous world cup was held
+                # "Brazil" answers who has won the most world cups as well as where the previous world cup was held,
+                # "Michael Phelps" who carried the flag as well as who holds the most medals
             if o is not None and may_revise(t.memory, o.by):
                 j = normalise(t, Relation.contradiction, Action.revise, "",
                               f"states {' '.join(o.value)!r}, which {o.note.memory_id} stated and "

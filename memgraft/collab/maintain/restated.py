@@ -1,0 +1,56 @@
+"""A record that names the target's own value again, dated otherwise, restates it: it does not supersede it.
+
+Why: a dense team's records say when they were written ("From 2019, '...' gets Señor Happy for an answer",
+"In 2020 we started answering '...' with Señor Happy"), so two records of one answer name the same things and
+two different years. :func:`~memgraft.collab.maintain.subject.same_marks` lets only the side that names more
+add years, and the judge read such pairs as contradictions: the older record, still true, was retired ("If
+anyone asks who had the most medals at the olympics, the answer from 2000 on reads Michael Phelps" by "Michael
+Phelps answers 'who's got the most medals at the olympics' from 2016 onward"). A year that dates a record
+follows a word that dates ("From 2019,", "in 2020, per"); a year inside a value stands beside a name ("2018
+FIFA World Cup", "Beijing 2008") or after what opens an answer ("...? 1968") and stays a part of it, so "2014
+FIFA World Cup" still differs from "2018 FIFA World Cup".
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from memgraft.collab.maintain import rules, subject
+
+
+_DATING = frozenset({"from", "in", "since", "of", "until", "till", "after", "before"})  # "From 2019,", "as of 2020"
+
+
+@lru_cache(maxsize=65536)
+def _dating_years(text: str) -> frozenset[str]:
+    """The years in the text that wherever they occur follow a word that dates ("from", "in", "since") and stand
+    before no name or number: the times the text is dated by. "The 2014 entry puts 2014 FIFA World Cup ..." is
+    dated by no year (its 2014 is also the value's), nor is "...? 1968" (the answer)."""
+    toks = subject._TOKEN.findall(rules.strip_label(text[: rules.READ_CHARS]))
+    dating, in_values = set(), set()
+    for i, tok in enumerate(toks):
+        if subject._YEAR.fullmatch(tok):
+            dates = i > 0 and subject.fold(toks[i - 1]) in _DATING and not (
+                i + 1 < len(toks) and _marks_something(toks[i + 1]))
+            (dating if dates else in_values).add(tok)
+    return frozenset(dating - in_values)
+
+
+def _marks_something(tok: str) -> bool:
+    """A name word or a number ("FIFA", "Beijing", "2008"), not a month, a weekday or a sentence's common word."""
+    word = subject.fold(tok)
+    return subject._is_word(tok) and (any(c.isdigit() for c in tok) or (
+        tok[:1].isupper() and word not in subject._NOT_NAMES and word.rstrip("s") not in subject._MONTHS))
+
+
+def names_again(a: str, b: str) -> bool:
+    """With the years that date each text set aside, both name the same things and numbers, no more and no fewer
+    (a typo allowed), and a name among them: one answer, recorded twice. Numbers alone are never read so: a
+    value of years ("1984" and "1996") stands among common words as a date does, and a question's own number
+    ("when did italy last win a 6 nations match": 2013, then 2019) would be all that is left."""
+    ma, mb = subject._name_marks(a, b)
+    na, nb = ma - _dating_years(a), mb - _dating_years(b)
+    if not any(not any(c.isdigit() for c in x) for x in na):
+        return False
+    return all(any(subject.near(x, y) for y in nb) for x in na) and all(any(subject.near(x, y) for x in na)
+                                                                        for y in nb)
