@@ -151,9 +151,40 @@ def test_a_value_is_not_carried_onto_another_question(tmp_path, settings, embedd
         assert now["most"].valid, now["most"].maintained
     finally:
         memory.close()
-    # two wordings that share no topic word may be one question asked in other words, which the note links: carried
+    # two lower-case questions asked apart carry nothing between them, though they share no topic word: "Michael
+    # Phelps", overruled as who carried the flag, still holds the most medals (SituatedQA train part, prose). The
+    # cost: a question asked again in words it shares none of is not linked through the note either.
     from memgraft.collab.maintain import topic
 
-    assert not topic.other_question_on_topic("Q: Who was the coach of sv damstadt 98 after the sacking of norbert "
-                                             "maier? A: Torsten Frings",
-                                             "Q: Who filled the vacant manager position? A: Dirk Schuster")
+    medals = "Starting in 2016: Michael Phelps, if you ask who holds the record for the most olympic medals."
+    flag = "From 2018, 'who carried the us flag at opening ceremony' gets Erin Hamlin for an answer."
+    assert not topic.other_question_on_topic(medals, flag) and topic.asked_apart(medals, flag)
+    assert topic.asked_apart("Q: Who was the coach of sv damstadt 98 after the sacking of norbert maier? A: Torsten "
+                             "Frings", "Q: Who filled the vacant manager position? A: Dirk Schuster")
+    # a question that names its subject is read by the subject reader, not here (TimeQA's questions mostly do)
+    assert not topic.asked_apart("Q: Who was the head coach of Calcio Catania? A: Diego Simeone", flag)
+
+
+def test_a_value_is_not_carried_across_two_questions_that_share_no_word(tmp_path, settings, embedder):
+    """"Michael Phelps", overruled in 2018 as who carried the us flag, still holds the most olympic medals: the two
+    questions share no topic word, so the topic check alone let the value through (SituatedQA train part, prose)."""
+    stream = [
+        {"team": "games", "group_id": "g2016", "time": "2016-08-01T00:00:00", "memories": [
+            {"memory_id": "medals", "type": "team", "author": "wiki",
+             "content": "Starting in 2016: Michael Phelps, if you ask who holds the record for the most olympic medals."}]},
+        {"team": "games", "group_id": "g2018", "time": "2018-02-01T00:00:00", "memories": [
+            {"memory_id": "note", "type": "individual", "author": "agent-2",
+             "content": "Michael Phelps? that's what I have written down for 'who carried the us flag at opening "
+                        "ceremony'"},
+            {"memory_id": "flag", "type": "team", "author": "wiki",
+             "content": "From 2018, 'who carried the us flag at opening ceremony' gets Erin Hamlin for an answer."}]},
+    ]
+    memory = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
+    try:
+        for g in stream:
+            memory.add_group(g)
+        now = {m.memory_id: m for m in memory.memories("games")}
+        assert not now["note"].valid and now["flag"].valid
+        assert now["medals"].valid, now["medals"].maintained
+    finally:
+        memory.close()
