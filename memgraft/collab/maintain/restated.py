@@ -31,16 +31,9 @@ def _dating_years(text: str) -> frozenset[str]:
     for i, tok in enumerate(toks):
         if subject._YEAR.fullmatch(tok):
             dates = i > 0 and subject.fold(toks[i - 1]) in _DATING and not (
-                i + 1 < len(toks) and _marks_something(toks[i + 1]))
+                i + 1 < len(toks) and subject.name_or_number(toks[i + 1]))
             (dating if dates else in_values).add(tok)
     return frozenset(dating - in_values)
-
-
-def _marks_something(tok: str) -> bool:
-    """A name word or a number ("FIFA", "Beijing", "2008"), not a month, a weekday or a sentence's common word."""
-    word = subject.fold(tok)
-    return subject._is_word(tok) and (any(c.isdigit() for c in tok) or (
-        tok[:1].isupper() and word not in subject._NOT_NAMES and word.rstrip("s") not in subject._MONTHS))
 
 
 def names_again(a: str, b: str) -> bool:

@@ -274,15 +274,15 @@ def _marks(text: str) -> frozenset[str]:
     """The words a value or a name is made of: capitalised words anywhere (a one-word value after "?" too) and
     words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
     body = _HEDGE.sub("", rules.strip_label(text).strip())
-    out = set()
-    for tok in _TOKEN.findall(body):
-        if not _is_word(tok) or _PRONOUN_I.match(tok):
-            continue
-        word = fold(tok)
-        if any(c.isdigit() for c in tok) or (tok[:1].isupper() and word not in _NOT_NAMES and
-                                             word.rstrip("s") not in _MONTHS and word not in _JOINERS):
-            out.add(word)
-    return frozenset(out)
+    return frozenset(fold(tok) for tok in _TOKEN.findall(body)
+                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS)
+
+
+def name_or_number(tok: str) -> bool:
+    """A word with a digit, or a capitalised word that is no sentence's common word, month or weekday."""
+    word = fold(tok)
+    return _is_word(tok) and (any(c.isdigit() for c in tok) or (
+        tok[:1].isupper() and word not in _NOT_NAMES and word.rstrip("s") not in _MONTHS))
 
 
 @lru_cache(maxsize=65536)

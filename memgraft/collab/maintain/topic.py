@@ -121,15 +121,19 @@ def other_question(a: str, b: str) -> bool:
     shorter one, and a statement of it every word but one."""
     qa, qb = _question(a), _question(b)
     if qa and qb and qa[0] and qb[0]:  # both ask: question against question, not the words around the other's
-        return asked_apart(a, b)  # ("..., and that held" is no "been held")
+        return _apart(qa[0], qb[0])  # ("..., and that held" is no "been held")
     miss_a = [w for w in (qa[0] if qa else ()) if not subject.among(w, _with_parts(b))]
     miss_b = [w for w in (qb[0] if qb else ()) if not subject.among(w, _with_parts(a))]
     # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
     return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
 
 
+def _apart(qa: frozenset[str], qb: frozenset[str]) -> bool:
+    """Each question's words hold one the other's lack (a typo, a plural or a hyphen's parts allowed)."""
+    return _lacks(qa, qb) and _lacks(qb, qa)
+
+
 def _lacks(words: frozenset[str], other: frozenset[str]) -> bool:
-    """One of ``words`` is not among ``other`` (a typo, a plural or a hyphen's parts allowed)."""
     parts = subject.with_parts(tuple(other))
     return any(not subject.among(w, parts) for w in words)
 
@@ -146,7 +150,7 @@ def asked_apart(a: str, b: str) -> bool:
     they share a topic word ("who carried the us flag at opening ceremony" / "who holds the record for the most
     olympic medals": "Michael Phelps" answered one; it is no answer of the other's gone out of date)."""
     qa, qb = _question(a), _question(b)
-    return bool(qa and qb and qa[0] and qb[0]) and _lacks(qa[0], qb[0]) and _lacks(qb[0], qa[0])
+    return bool(qa and qb and qa[0] and qb[0]) and _apart(qa[0], qb[0])
 
 
 SAME_MIN_WORDS = 3  # a question's content words from which it says what one memory is about
@@ -170,18 +174,26 @@ def _with_parts(text: str) -> tuple[str, ...]:
     return subject.with_parts(subject.text_words(text[: rules.READ_CHARS]))
 
 
+def _own_words(a: str, b: str, words: TeamWords, min_memories: int
+               ) -> tuple[frozenset[str], frozenset[str], list[str], list[str]] | None:
+    """Each text's topic words and those the other text lacks (a typo or a plural allowed); None where the team is
+    too small to tell, or a text has none or too many to be one topic."""
+    if words.n < min_memories:
+        return None
+    ta, tb = topic_words(a), topic_words(b)
+    if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
+        return None
+    return (ta, tb, [w for w in ta if not subject.among(w, _with_parts(b))],
+            [w for w in tb if not subject.among(w, _with_parts(a))])
+
+
 def other_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     """``a`` and ``b`` are about two topics: each has a word the other lacks (a typo or a plural allowed) that is
     rarer in the team than every word they share. False where the team is too small to tell."""
-    if words.n < min_memories:
+    split = _own_words(a, b, words, min_memories)
+    if split is None:
         return False
-    ta, tb = topic_words(a), topic_words(b)
-    if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
-        return False
-    all_a = _with_parts(a)
-    all_b = _with_parts(b)
-    only_a = [w for w in ta if not subject.among(w, all_b)]
-    only_b = [w for w in tb if not subject.among(w, all_a)]
+    ta, tb, only_a, only_b = split
     if not only_a or not only_b:
         return False
     if _names_one_side(a, only_a) and _names_one_side(b, only_b):
@@ -209,14 +221,11 @@ def same_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     of them has ("the raiders made the playoffs" in "my money's on 2002 re ..." and in "From 2016, 'when was ...'
     gets 2016": "raiders" and "playoffs" are rarer than "money's" or "gets"; one rare word shared, "arsenal", is a
     subject, not its attribute), and they ask no two questions. False where the team is too small to tell."""
-    if words.n < min_memories:
+    split = _own_words(a, b, words, min_memories)
+    if split is None:
         return False
-    ta, tb = topic_words(a), topic_words(b)
-    if not ta or not tb or len(ta) > MAX_WORDS or len(tb) > MAX_WORDS:
-        return False
-    only = [w for w in ta if not subject.among(w, _with_parts(b))] + \
-        [w for w in tb if not subject.among(w, _with_parts(a))]
-    rarest_own = min((words.df[w] for w in only), default=words.n + 1)
+    ta, _, only_a, only_b = split
+    rarest_own = min((words.df[w] for w in only_a + only_b), default=words.n + 1)
     shared = [w for w in ta if subject.among(w, _topic_or_name(b)) and words.df[w] < rarest_own]
     return len(shared) >= SAME_TOPIC_WORDS and not other_question(a, b)
 
