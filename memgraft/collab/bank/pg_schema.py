@@ -13,7 +13,7 @@ from typing import Any
 
 from memgraft.collab.bank.backend import hide_password
 from memgraft.collab.bank.errors import BankError
-from memgraft.collab.bank.schema import SCHEMA_VERSION, TABLES
+from memgraft.collab.bank.schema import ORIGINAL_VECTOR_THEN, SCHEMA_VERSION, TABLES
 
 LOCK_SPACE = 0x6D67  # first key of the bank's advisory locks ("mg"); the second is the team's hash
 SCHEMA_LOCK = 0  # second key of the lock that schema creation and the embedder binding take
@@ -30,7 +30,7 @@ ROW_TABLES = ("groups", "memories", "decisions")
 CHANGED_SINCE_SQL = """
 SELECT m.memory_id, m.team, m.group_id, m.type, m.author, m.original, COALESCE(d.after, m.original),
        m.time, d.relation, d.action, COALESCE(d.valid_after, 1), COALESCE(d.decided_at, m.time), m.rowid,
-       m.maintained, m.original_embedding
+       m.maintained, """ + ORIGINAL_VECTOR_THEN + """
 FROM (SELECT memory_id, (ARRAY_AGG(seq ORDER BY decided_at DESC, seq DESC)
                          FILTER (WHERE decided_at <= :as_of))[1] AS last
       FROM decisions WHERE team = :team AND memory_id IN (

@@ -77,9 +77,13 @@ FROM memories m LEFT JOIN decisions d ON d.seq = (
     WHERE d2.team = m.team AND d2.memory_id = m.memory_id AND d2.decided_at <= :as_of
     ORDER BY d2.decided_at DESC, d2.seq DESC LIMIT 1)
 WHERE m.team = :team AND {time} <= :as_of"""
+# The original's vector where the text then is the original and today's differs (a memory revised since): the one
+# case the search needs it (``as_of_reads``); sent for every row, it was most of a small team's as-of read.
+ORIGINAL_VECTOR_THEN = ("CASE WHEN COALESCE(d.after, m.original) = m.original AND m.maintained <> m.original "
+                        "THEN m.original_embedding END")
 # The memories written by :as_of and decided on after it, as they stood then (AS_OF_SQL's columns, then today's
-# text and the original's vector); PostgreSQL has its own (``pg_schema``).
-CHANGED_SINCE_SQL = AS_OF_SQL.format(time="{time}", extra=", m.maintained, m.original_embedding") + \
+# text and ORIGINAL_VECTOR_THEN); PostgreSQL has its own (``pg_schema``).
+CHANGED_SINCE_SQL = AS_OF_SQL.format(time="{time}", extra=", m.maintained, " + ORIGINAL_VECTOR_THEN) + \
     " AND m.memory_id IN (SELECT memory_id FROM decisions WHERE team = :team AND decided_at > :as_of)"
 DECISION_COLUMNS = ("decision_id, team, memory_id, group_id, decided_at, level, relation, action, "
                     "before, after, valid_before, valid_after, decided_by, reason")
