@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
+from memgraft.collab.bank import pg_vector
 from memgraft.collab.bank.errors import BankError, BankTimeout, BankUnavailable
 from memgraft.config import BankSettings
 
@@ -88,11 +89,10 @@ def release(url: str) -> None:
 
 
 def _make(url: str, where: str, s: BankSettings) -> Any:
-    from pgvector.psycopg import register_vector
     from psycopg_pool import ConnectionPool
 
     def setup(conn: Any) -> None:
-        register_vector(conn)
+        pg_vector.register(conn)
         conn.execute(f"SET statement_timeout = {int(s.statement_timeout_s * 1000)}; "
                      f"SET lock_timeout = {int(s.lock_timeout_s * 1000)}; "
                      f"SET idle_in_transaction_session_timeout = {int(s.idle_in_transaction_s * 1000)}; "

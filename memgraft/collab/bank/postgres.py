@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from memgraft.collab.bank import pg_search, pool
+from memgraft.collab.bank import pg_search, pg_vector, pool
 from memgraft.collab.bank.backend import Backend, Peek, hide_password
 from memgraft.collab.bank.errors import BankError, BankUnavailable
 from memgraft.collab.bank.index import TeamIndex
@@ -353,12 +353,10 @@ class PostgresBackend(Pipelined, Backend):
         return np.asarray(vec, dtype=np.float32)
 
     def decode_vecs(self, raws: Sequence[Any], dim: int) -> np.ndarray:
-        if not raws:
-            return np.zeros((0, dim), np.float32)
-        return np.stack([r.to_numpy() for r in raws]).astype(np.float32, copy=False)
+        return pg_vector.decode(raws, dim)
 
     def vec_dim(self, raw: Any) -> int:
-        return raw.dimensions()
+        return pg_vector.dim(raw)
 
     def top_n(self, team: str, q: np.ndarray, k: int, dim: int, valid_only: bool, want_team: bool | None,
               until: str | None, exclude: Sequence[str]) -> TeamIndex:
