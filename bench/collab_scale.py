@@ -215,16 +215,16 @@ def after_other_writer(bank: Any, location: Any, embedder: Any, sizes: dict[str,
 def ef_sweep(bank: Any, exact: Exact, sizes: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
     """The big team's search on PostgreSQL at each ``--ef-sweep`` hnsw.ef_search: recall@k and ms (the same
     queries for each; meaningful when the big team goes through its HNSW index)."""
-    from memgraft.collab.bank import postgres
+    from memgraft.collab.bank import pool
 
-    kept, out = postgres.HNSW_EF_SEARCH, {}
+    kept, out = pool.current(), {}
     queries = [query_vectors("big", sizes["big"], args.dim, 1, args.vectors, seed=10_000 + i)[0]
                if args.vectors != "random" else _unit(np.random.default_rng(10_000 + i), args.dim)
                for i in range(args.queries)]
     truths = [exact.top("big", q, args.k) for q in queries]
     try:
         for ef in args.ef_sweep:
-            postgres.HNSW_EF_SEARCH = ef
+            pool.configure(kept.model_copy(update={"hnsw_ef_search": ef}))
             bank.search("big", queries[0], args.k)
             ms, rec = [], []
             for q, truth in zip(queries, truths):
@@ -233,7 +233,7 @@ def ef_sweep(bank: Any, exact: Exact, sizes: dict[str, int], args: argparse.Name
                 rec.append(len(truth & {m.memory_id for m, _ in hits}) / args.k)
             out[str(ef)] = {**stats(ms), "recall": float(np.mean(rec))}
     finally:
-        postgres.HNSW_EF_SEARCH = kept
+        pool.configure(kept)
     return out
 
 
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.exact_max_rows is not None:
         postgres.EXACT_MAX_ROWS = args.exact_max_rows
     if args.ef_search is not None:
-        pool.HNSW_EF_SEARCH = postgres.HNSW_EF_SEARCH = args.ef_search
+        pool.configure(pool.current().model_copy(update={"hnsw_ef_search": args.ef_search}))
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     out.mkdir(parents=True, exist_ok=True)
     result = run(args, out)

@@ -300,6 +300,10 @@ class BankSettings(_Section):
     # an ingest retries a group through a database outage (a restart) this long, backing off, then stops the team
     # with the error named (``memgraft.collab.bank.outage``); 0: stop at once
     outage_retry_s: float = Field(120.0, ge=0)
+    # candidates a large team's HNSW scan keeps (pgvector's hnsw.ef_search, its default 40): recall against time.
+    # On 25k random 384-dim vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.77 at 400 (15 ms), 0.93 at
+    # 1000 (37 ms); clustered vectors, as real embeddings are, need far fewer (``bench/collab_scale.py --ef-sweep``)
+    hnsw_ef_search: int = Field(400, ge=10, le=1000)
 
 
 class Settings(_Section):

@@ -130,6 +130,26 @@ def test_postgres_searches_a_large_team_through_the_hnsw_index(pg_url, monkeypat
                           for m, _ in bank.search("big", target.maintained, 5, as_of=G1.time + timedelta(hours=1)))
 
 
+
+def test_a_large_teams_scan_keeps_the_setting_s_candidates(pg_url, monkeypatch):
+    """``bank.hnsw_ef_search`` is what the HNSW scan of a large team runs at, read at each search: the bench's
+    sweep over it once changed a constant that the search had copied, and measured 400 at every level."""
+    from memgraft.collab.bank import pool, postgres
+
+    monkeypatch.setattr(postgres, "EXACT_MAX_ROWS", 5)
+    kept = pool.current()
+    with MemoryBank(pg_url(), HashEmbedder()) as bank:
+        bank.apply_group(group("big", "b0", 0, *[(f"m{j}", "individual", f"note number {j}") for j in range(12)]))
+        try:
+            for ef in (120, 40):
+                pool.configure(kept.model_copy(update={"hnsw_ef_search": ef}))
+                assert bank.search("big", "note number 3", 3)[0][0].memory_id == "m3"
+                db = bank._team_db("big")
+                assert db.execute("SELECT current_setting('hnsw.ef_search')").fetchone()[0] == str(ef)
+        finally:
+            pool.configure(kept)
+
+
 def at_once(*calls):
     """Each call in its own thread, all released together; their results in order, or the first error raised
     here (a thread's exception would only be printed)."""

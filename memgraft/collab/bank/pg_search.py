@@ -12,7 +12,6 @@ import numpy as np
 
 from memgraft.collab.bank.index import TeamIndex
 from memgraft.collab.bank.pg_schema import team_literal, to_psycopg
-from memgraft.collab.bank.pool import HNSW_EF_SEARCH
 from memgraft.collab.bank.stored_index import index_of_rows
 
 TOP_N_SLACK = 16  # rows fetched past k, so near-ties at the k-th score resolve as in SQLite (write order)
@@ -39,7 +38,7 @@ def top_n(bank: Any, team: str, q: np.ndarray, k: int, dim: int, valid_only: boo
             where.append(cond)
             args += [] if arg is None else [arg]
     bank.use_team(team)
-    bank.set_ef_search(min(1000, max(HNSW_EF_SEARCH, n)))
+    bank.set_ef_search(min(1000, max(bank.ef_search_setting, n)))
     qv, cond = bank.encode_vec(q), " AND ".join(where)
 
     def read(tail: str, *extra: Any, own_index: bool = False) -> list[tuple]:

@@ -29,7 +29,6 @@ from memgraft.collab.bank.errors import BankError, BankTimeout, BankUnavailable
 from memgraft.config import BankSettings
 
 T = TypeVar("T")
-HNSW_EF_SEARCH = 400  # each connection's hnsw.ef_search (see ``postgres.HNSW_EF_SEARCH``)
 TRIES = 3  # a borrower meeting broken connections: test the pool, then try again this many times in all
 
 _settings = BankSettings()
@@ -95,8 +94,7 @@ def _make(url: str, where: str, s: BankSettings) -> Any:
         pg_vector.register(conn)
         conn.execute(f"SET statement_timeout = {int(s.statement_timeout_s * 1000)}; "
                      f"SET lock_timeout = {int(s.lock_timeout_s * 1000)}; "
-                     f"SET idle_in_transaction_session_timeout = {int(s.idle_in_transaction_s * 1000)}; "
-                     f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+                     f"SET idle_in_transaction_session_timeout = {int(s.idle_in_transaction_s * 1000)}")
 
     return ConnectionPool(url, min_size=1, max_size=s.pool_size, timeout=s.pool_timeout_s,
                           reconnect_timeout=s.reconnect_s, configure=setup, name=where, open=True,

@@ -49,9 +49,6 @@ from memgraft.collab.bank.pool import Rows
 # 72 ms p50 at recall 1.000, the index 40 ms at recall 0.342, and keeping the index up made the build 21x
 # slower (750 s against 36 s): below this size the index buys little time and costs exactness.
 EXACT_MAX_ROWS = 100_000
-# Candidates an HNSW scan keeps (pgvector's hnsw.ef_search; its default is 40). On 25k random 384-dim unit
-# vectors, HNSW's worst case, recall@10 was 0.20 at 40, 0.49 at 200, 0.77 at 400 (15 ms), 0.93 at 1000 (37 ms).
-HNSW_EF_SEARCH = pool.HNSW_EF_SEARCH  # 400
 SIZE_REFRESH = 64  # searches between reads of a team's size (it only picks the plan: exact or HNSW)
 
 
@@ -77,7 +74,7 @@ class PostgresBackend(Pipelined, Backend):
         self.location, self.where, self.bound_team = url, hide_password(url), team
         self._psycopg = psycopg
         self._team: str | None = team  # the team the next statements are bound to
-        self._ef_search = HNSW_EF_SEARCH  # each pooled connection's (``pool``)
+        self._ef_search: int | None = None  # bound with each statement once a large team's search set it
         self._sizes: dict[str, tuple[int, int]] = {}  # team -> (memories, searches before reading it again)
         self._tx: Any = None  # the connection a write transaction holds
         self._tx_team: str | None = None
@@ -223,7 +220,7 @@ class PostgresBackend(Pipelined, Backend):
         if team is not None:
             calls.append("set_config(%s, %s, true)")
             args += [TEAM_SETTING, team]
-        if self._ef_search != HNSW_EF_SEARCH:
+        if self._ef_search is not None:
             calls.append("set_config('hnsw.ef_search', %s, true)")
             args.append(str(self._ef_search))
         if self._peek is not None and calls:
@@ -362,6 +359,11 @@ class PostgresBackend(Pipelined, Backend):
               until: str | None, exclude: Sequence[str]) -> TeamIndex:
         """The team's rows nearest ``q`` by cosine (``pg_search.top_n``)."""
         return pg_search.top_n(self, team, q, k, dim, valid_only, want_team, until, exclude)
+
+    @property
+    def ef_search_setting(self) -> int:
+        """``BankSettings.hnsw_ef_search``, read at each search: ``pool.configure`` may change it."""
+        return self._shared.settings.hnsw_ef_search if self._shared is not None else pool.current().hnsw_ef_search
 
     def set_ef_search(self, ef: int) -> None:
         """The HNSW scan's candidates for this bank's next searches: set now inside a write transaction, else
