@@ -94,6 +94,9 @@ def build(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[st
             figures[backend] = load(locations[backend], None, layout, args.revise, NAME, args.dim, vectors=args.vectors)
         else:
             server = ScratchPostgres(work)
+            # as an operator sizes a server for its data: PostgreSQL's default (128 MB) holds a tenth of the
+            # 1,000,000-memory bank, and a big team's as-of read then copies its rows in from the OS's cache
+            server.configure(shared_buffers=args.shared_buffers)
             url = locations[backend] = server.database()
             figures[backend] = load(url, superuser(url, ROLE), layout, args.revise, NAME, args.dim,
                                    vectors=args.vectors)
@@ -336,8 +339,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--exact-max-rows", type=int, default=None,
                         help="PostgreSQL: a team past this many memories is searched through its own HNSW index "
                              "(default: postgres.EXACT_MAX_ROWS)")
+    parser.add_argument("--shared-buffers", default="2GB", help="PostgreSQL: its page cache (default 128MB)")
     parser.add_argument("--maintenance-work-mem", default="1GB", help="PostgreSQL: memory for an HNSW build")
-    parser.add_argument("--ef-search", type=int, default=None, help="PostgreSQL: hnsw.ef_search (default 400)")
+    parser.add_argument("--ef-search", type=int, default=None, help="PostgreSQL: hnsw.ef_search (default: bank.hnsw_ef_search)")
     parser.add_argument("--reload-groups", type=int, default=20, help="big-team searches timed each after another "
                         "bank on the same location wrote a group to the team (a stale cached matrix)")
     parser.add_argument("--ef-sweep", default="", help="PostgreSQL: also search the big team at each of these "

@@ -50,6 +50,14 @@ class ScratchPostgres:
         self._server.psql(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE} OWNER {ROLE};")
         return self._server.get_uri(database=name).replace("://postgres:@", f"://{ROLE}@", 1)
 
+    def configure(self, **settings: str) -> None:
+        """``ALTER SYSTEM SET`` each setting, then restart so that those read only at start (``shared_buffers``)
+        hold: as an operator sizes a server for its data."""
+        for name, value in settings.items():
+            self._server.psql(f"ALTER SYSTEM SET {name} = '{value}';")
+        self.pause()
+        self.resume()
+
     def pause(self) -> None:
         """Stop the server as an operator's restart does (``pg_ctl stop -m fast``: sessions are ended)."""
         from pgserver._commands import pg_ctl
