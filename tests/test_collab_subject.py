@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from memgraft.collab.maintain import change, restated, subject, values
+from memgraft.collab.maintain import change, marks, restated, subject, values
 from memgraft.collab.api import CollabMemory
 from memgraft.collab.maintain.judge import MEASURE_SHARE
 from memgraft.collab.maintain.judgement import Target
@@ -72,7 +72,7 @@ def test_the_same_subject_named_in_part_or_misspelt_is_still_superseded(default,
 def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default, old, new):
     """A typo in the value, even in a short name or a month, is one value: a current note was retired by a
     record that misspelt its value (SituatedQA dev with typos)."""
-    assert subject.same_value(old, new)
+    assert marks.same_value(old, new)
     assert judge(default, mem("old", "individual", old), mem("new", "team", new, years=1)).action is Action.keep
 
 
@@ -96,7 +96,7 @@ def test_a_slip_is_one_letter_inside_a_short_word_not_another_name(a, b):
 def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(default, old, new):
     """Prose puts the value first or in the middle, where the value reader finds none; the judge read such
     pairs as contradictions and retired current notes (SituatedQA dev in prose)."""
-    assert subject.same_marks(old, new) and not subject.same_value(old, new)
+    assert marks.same_marks(old, new) and not marks.same_value(old, new)
     j = judge(default, mem("old", "individual", old), mem("new", "team", new, years=1))
     assert j.action is Action.keep and j.relation is not Relation.contradiction
 
@@ -107,7 +107,7 @@ def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(defaul
     ("The owners of Helmut Lang are Prada and Link Theory.", "Prada took over the owner of Helmut Lang in 2004."),
 ])
 def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old, new):
-    assert not subject.same_marks(old, new) or values.list_change(old, new)
+    assert not marks.same_marks(old, new) or values.list_change(old, new)
     j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
 
@@ -235,7 +235,7 @@ def test_the_question_a_memory_answers_is_not_its_value(default):
     old = "Starting in 2019: 49ers, if you ask who did green bay lose to in the playoffs last year."
     new = "Starting in 2020: Buccaneers, if you ask who did green bay lose to in the playoffs last year."
     assert subject.read(old).value == ("49ers",)
-    assert not subject.same_value(old, new)
+    assert not marks.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise
     named = "Björn Lundquist answers 'who was the head officer of the Swedish Lapland Ranger Regiment' from 1990."
     assert ("swedish", "lapland", "ranger", "regiment") in subject.read(named).names
@@ -248,7 +248,7 @@ def test_a_value_read_from_its_last_name_run_ends_with_its_clause(default):
           "Chamberlain, and that held."
     new = "The answer to 'who has scored the most points in a nba game' changed in March 1962 to Wilt Chamberlain."
     assert subject.read(old).value == ("wilt", "chamberlain")
-    assert subject.same_value(old, new)
+    assert marks.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.keep
 
 
@@ -270,9 +270,9 @@ def test_two_values_before_one_subject_are_not_one_value(default):
     old = "Since 1927, Amherst College, Bryn Mawr College has held the employer of Thomas Robert Shannon Broughton."
     new = "Starting in 1965, the records give University of North Carolina at Chapel Hill for the employer of " \
           "Thomas Robert Shannon Broughton."
-    assert not subject.same_value(old, new)
+    assert not marks.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=38)).action is Action.revise
-    assert subject.same_value("Checked again: The financial institution within the Expobank Group had whom as its "
+    assert marks.same_value("Checked again: The financial institution within the Expobank Group had whom as its "
                               "top stakeholder? Igor Kim.", "Record from 2014: the owner of Expobank CZ is Igor Kim.")
 
 
@@ -282,7 +282,7 @@ def test_a_score_is_one_value_its_dash_opens_none(default):
     old = "What's the score of the florida state-miami game: 27–10"
     new = "Record from 2020: What's the score of the florida state-miami game? 52–10."
     assert (subject.read(old).value, subject.read(new).value) == (("27–10",), ("52–10",))
-    assert not subject.same_value(old, new)
+    assert not marks.same_value(old, new)
     assert judge(default, mem("old", "team", old), mem("new", "team", new, years=1)).action is Action.revise
 
 
@@ -360,7 +360,7 @@ def test_a_record_naming_the_same_value_dated_otherwise_restates_it(default, old
     """Two records of one answer, each dated by its own year: the older one, still true, stays valid (a SituatedQA
     team in one bank, the judge's training part; the judge alone retired each). Numbers alone are not enough
     ("32.0.0.465", then "32.0.0.465" again, is still read as the judge reads it)."""
-    assert restated.names_again(old, new) and not subject.same_marks(old, new)
+    assert restated.names_again(old, new) and not marks.same_marks(old, new)
     j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
     assert j.action is Action.keep and j.relation is not Relation.contradiction
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memgraft.collab.maintain import rules, subject
+from memgraft.collab.maintain import marks, rules, subject
 
 # a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
 # "now" that ends a key ("Winter olympics being held now: Pyeongchang") names the attribute, not a change
@@ -45,14 +45,14 @@ def item_change(a: str, b: str) -> bool:
     """Both values are lists ("X and Y") that share an item and differ in another: one list replaced an item
     ("Oregon Women's Correctional Center and Valley State Prison" then "Clinton Correctional Facility and Valley
     State Prison"), so they disagree on the whole value, however alike the rest of their words. Not where both
-    texts name the same things (:func:`same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
+    texts name the same things (:func:`~memgraft.collab.maintain.marks.same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
     trailing clause is not another."""
     ia, ib = _items(subject.read(a).value), _items(subject.read(b).value)
     if max(len(ia), len(ib)) < 2 or not any(subject.strong(i) for i in ia + ib):
         return False
     shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
     lost = len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib)
-    return bool(shared) and not subject.same_marks(a, b) and lost
+    return bool(shared) and not marks.same_marks(a, b) and lost
 
 
 def replaces(newer: str, older: str) -> tuple[str, ...] | None:

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import change, restated, subject, topic, values
+from memgraft.collab.maintain import change, marks, restated, subject, topic, values
 from memgraft.collab.maintain.features import N_LEXICAL, pair_features
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
@@ -242,7 +242,7 @@ class JudgePolicy:
 
         Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts;
         one stating the target's own value, or naming the same things and numbers, no more and no fewer
-        (:func:`~memgraft.collab.maintain.subject.same_marks`), agrees, whatever the judge read; one saying in words that the
+        (:func:`~memgraft.collab.maintain.marks.same_marks`), agrees, whatever the judge read; one saying in words that the
         target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
         and one that names another value it replaces contradicts only memories stating that one.
         A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value; a note
@@ -273,8 +273,8 @@ class JudgePolicy:
                 contra.append((max(float(p[2]), 0.99), r))
             elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
-            elif judged and not subject.same_value(a, b) and not subject.restates(a, b) and (
-                    self._list_change(a, b) or not (subject.same_marks(a, b) or restated.names_again(a, b))):
+            elif judged and not marks.same_value(a, b) and not subject.restates(a, b) and (
+                    self._list_change(a, b) or not (marks.same_marks(a, b) or restated.names_again(a, b))):
                 if self._other_topic(target, a, b):
                     elsewhere.append((float(p[2]), r))
                 else:
@@ -288,7 +288,7 @@ class JudgePolicy:
         the playoffs" beside "From 2016, 'when was the last time the raiders made the playoffs' gets 2016"), whatever
         names the subject reader takes for subjects."""
         return (target.level == "intra" and r.type == "team" and target.words is not None and self.topic_from > 0
-                and subject.names_more(a, b) and topic.same_topic(a, b, target.words, self.topic_from))
+                and marks.names_more(a, b) and topic.same_topic(a, b, target.words, self.topic_from))
 
     def _decision_changed(self, target: Target, a: str, b: str) -> bool:
         """Team record ``b`` says a decision on ``a``'s topic changed: it states a change ("moves to", "cut to"),

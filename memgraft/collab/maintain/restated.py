@@ -2,7 +2,7 @@
 
 Why: a dense team's records say when they were written ("From 2019, '...' gets Señor Happy for an answer",
 "In 2020 we started answering '...' with Señor Happy"), so two records of one answer name the same things and
-two different years. :func:`~memgraft.collab.maintain.subject.same_marks` lets only the side that names more
+two different years. :func:`~memgraft.collab.maintain.marks.same_marks` lets only the side that names more
 add years, and the judge read such pairs as contradictions: the older record, still true, was retired ("If
 anyone asks who had the most medals at the olympics, the answer from 2000 on reads Michael Phelps" by "Michael
 Phelps answers 'who's got the most medals at the olympics' from 2016 onward"). A year that dates a record
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from memgraft.collab.maintain import rules, subject
+from memgraft.collab.maintain import marks, rules, subject
 
 
 _DATING = frozenset({"from", "in", "since", "of", "until", "till", "after", "before"})  # "From 2019,", "as of 2020"
@@ -31,7 +31,7 @@ def _dating_years(text: str) -> frozenset[str]:
     for i, tok in enumerate(toks):
         if subject._YEAR.fullmatch(tok):
             dates = i > 0 and subject.fold(toks[i - 1]) in _DATING and not (
-                i + 1 < len(toks) and subject.name_or_number(toks[i + 1]))
+                i + 1 < len(toks) and marks.name_or_number(toks[i + 1]))
             (dating if dates else in_values).add(tok)
     return frozenset(dating - in_values)
 
@@ -41,7 +41,7 @@ def names_again(a: str, b: str) -> bool:
     (a typo allowed), and a name among them: one answer, recorded twice. Numbers alone are never read so: a
     value of years ("1984" and "1996") stands among common words as a date does, and a question's own number
     ("when did italy last win a 6 nations match": 2013, then 2019) would be all that is left."""
-    ma, mb = subject._name_marks(a, b)
+    ma, mb = marks.name_marks(a, b)
     na, nb = ma - _dating_years(a), mb - _dating_years(b)
     if not any(not any(c.isdigit() for c in x) for x in na):
         return False

@@ -1,0 +1,88 @@
+"""The names and numbers a memory's text is made of, compared between two texts: whether two wordings state the
+same things (one statement twice), or each names something the other does not (two values).
+
+Why apart from ``subject``: that module reads one text (its names, subject and value); this one compares the
+marks of two, and ``judge``, ``change`` and ``restated`` ask it whether a pair can disagree at all.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from memgraft.collab.maintain import rules
+from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NAMES, _PRONOUN_I, _TOKEN, _YEAR,
+                                              _is_word, fold, near, read, stated, strong)
+
+
+def same_value(a: str, b: str) -> bool:
+    """Both state one value (folded words, a typo allowed in a long word), and neither says it is replaced."""
+    ra, rb = read(a), read(b)
+    if not strong(ra.value) or not strong(rb.value) or len(ra.value) != len(rb.value):
+        return False
+    if any(stated(ra.value, old) for old in rb.replaced) or any(stated(rb.value, old) for old in ra.replaced):
+        return False
+    if not all(near(x, y) for x, y in zip(ra.value, rb.value)):
+        return False
+    # read without an opener, the "value" is a name both end on, and each names something the other does not:
+    # that name is the subject ("Amherst College has held the employer of T. R. S. Broughton" / "the records
+    # give University of North Carolina for the employer of T. R. S. Broughton"), and the two differ on the rest
+    return not (ra.by_run and rb.by_run and other_marks(a, b))
+
+
+@lru_cache(maxsize=65536)
+def marks(text: str) -> frozenset[str]:
+    """The words a value or a name is made of: capitalised words anywhere (a one-word value after "?" too) and
+    words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
+    body = _HEDGE.sub("", rules.strip_label(text).strip())
+    return frozenset(fold(tok) for tok in _TOKEN.findall(body)
+                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS)
+
+
+def name_or_number(tok: str) -> bool:
+    """A word with a digit, or a capitalised word that is no sentence's common word, month or weekday."""
+    word = fold(tok)
+    return _is_word(tok) and (any(c.isdigit() for c in tok) or (
+        tok[:1].isupper() and word not in _NOT_NAMES and word.rstrip("s") not in _MONTHS))
+
+
+@lru_cache(maxsize=65536)
+def _lower_words(text: str) -> frozenset[str]:
+    return frozenset(fold(t) for t in _TOKEN.findall(text) if _is_word(t) and t[:1].islower())
+
+
+def name_marks(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Each text's marks, less any word either text writes in lower case: that is no name ("Considered the best
+    tennis player ..." opens a sentence)."""
+    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
+    return marks(a[: rules.READ_CHARS]) - common, marks(b[: rules.READ_CHARS]) - common
+
+
+def same_marks(a: str, b: str) -> bool:
+    """Both texts name the same things and numbers, no more and no fewer (a typo allowed; the one that names more
+    may name years besides, the time a record gives): two wordings of one statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
+    from 2010 onward"), which cannot disagree on a name or a number. Where the value reader finds no value in
+    prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"), and a list
+    that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
+    ma, mb = name_marks(a, b)
+    small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
+    if not small or not all(any(near(x, y) for y in big) for x in small):
+        return False
+    extra = [y for y in big if not any(near(x, y) for x in small)]
+    # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
+    # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
+    return not extra or (all(_YEAR.fullmatch(y) for y in extra) and not all(_YEAR.fullmatch(x) for x in small))
+
+
+def other_marks(a: str, b: str) -> bool:
+    """Each text names something the other does not (not a year, not a word either writes in lower case): two
+    values, where both are about one subject ("Amherst College" against "University of North Carolina")."""
+    ma, mb = name_marks(a, b)
+    only_a = [x for x in ma if not _YEAR.fullmatch(x) and not any(near(x, y) for y in mb)]
+    only_b = [y for y in mb if not _YEAR.fullmatch(y) and not any(near(x, y) for x in ma)]
+    return bool(only_a) and bool(only_b)
+
+
+def names_more(a: str, b: str) -> bool:
+    """``a`` names something or a number that ``b`` does not (a typo allowed): a value of its own."""
+    ma, mb = name_marks(a, b)
+    return any(not any(near(x, y) for y in mb) for x in ma)
