@@ -382,3 +382,27 @@ def test_a_year_inside_a_value_or_a_value_of_years_is_no_date(default, old, new)
     if "FIFA" not in old:  # the judge alone reads the two World Cup records as neutral; these years it reads
         j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
         assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+
+
+def test_a_word_left_where_a_question_was_cut_ends_no_value(default):
+    """A value put first, its question quoted after it: with the question cut, "for" was read as the value's last
+    word, and the note's "Ohio State" differed from the record's (the judge retired it at p 0.54)."""
+    note = "Ohio State for 'who won the ohio state penn state football game', unless something changed"
+    record = "If anyone asks who won the ohio state penn state football game, the answer from October 2017 on reads Ohio State."
+    assert subject.read(note).value == ("ohio", "state")
+    assert marks.same_value(note, record)
+    j = judge(default, mem("note", "individual", note), mem("record", "team", record, years=1))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction
+
+
+@pytest.mark.parametrize("old,new,same", [
+    ("Tom Brady took over the quarterback for tampa bay buccaneers in 2020, per the archive.",
+     "Starting in 2021, the records give Tom Brady for the qb for the bucs when they won the superbowl.", True),
+    ("Bill Gates chairs the foundation from 2000.", "Starting in 2008, Melinda Gates chairs the foundation.", False),
+])
+def test_a_word_capitalised_only_to_open_a_sentence_is_no_name(old, new, same):
+    """"Starting" opens a record and names nothing; read as a name, it made the record name more than the
+    target, and the older record of the same answer was retired (p 0.96). A name that opens a sentence, or a
+    common word opening a name ("Bill Gates"), stays a name."""
+    assert restated.names_again(old, new) is same
+    assert "bill" in marks.name_marks(old, new)[0] or same

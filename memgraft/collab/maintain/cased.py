@@ -72,3 +72,14 @@ def is_name(word: str) -> bool:
         return False
     low = ranks.get(word)
     return low is None or low > RATIO * cap
+
+
+@lru_cache(maxsize=65536)
+def common(word: str) -> bool:
+    """``word``, written in lower case, is more often written so than capitalised: a sentence's first word
+    ("Starting", "Considered"), not a name ("Tom", "Apple")."""
+    if len(word) < 3 or not word.isalpha() or not word.islower():
+        return False
+    ranks = _ranks()
+    low, cap = ranks.get(word), ranks.get(word[:1].upper() + word[1:])
+    return low is not None and (cap is None or low < cap)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from memgraft.collab.maintain import rules
+from memgraft.collab.maintain import cased, rules
 from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NAMES, _PRONOUN_I, _TOKEN, _YEAR,
                                               _is_word, fold, near, read, stated, strong)
+
+_SENTENCE_ENDS = frozenset(".!")
 
 
 def same_value(a: str, b: str) -> bool:
@@ -38,6 +40,18 @@ def marks(text: str) -> frozenset[str]:
                      if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS)
 
 
+@lru_cache(maxsize=65536)
+def _openers(text: str) -> frozenset[str]:
+    """Words capitalised only because they open a sentence: first (or after "." or "!", not after "?", which an
+    answer follows), no capitalised word after them, and more often written in lower case, by the bundled
+    tokenizer's prior ("Starting in 2021, the records give Tom Brady ..." names Tom Brady and a year, not
+    "Starting"; "Bill Gates ..." and "Tom ..." stay names)."""
+    toks = _TOKEN.findall(rules.strip_label(text).strip())
+    return frozenset(fold(tok) for i, tok in enumerate(toks)
+                     if (i == 0 or toks[i - 1] in _SENTENCE_ENDS) and tok[:1].isupper()
+                     and not (i + 1 < len(toks) and toks[i + 1][:1].isupper()) and cased.common(fold(tok)))
+
+
 def name_or_number(tok: str) -> bool:
     """A word with a digit, or a capitalised word that is no sentence's common word, month or weekday."""
     word = fold(tok)
@@ -51,10 +65,13 @@ def _lower_words(text: str) -> frozenset[str]:
 
 
 def name_marks(a: str, b: str) -> tuple[frozenset[str], frozenset[str]]:
-    """Each text's marks, less any word either text writes in lower case: that is no name ("Considered the best
-    tennis player ..." opens a sentence)."""
-    common = _lower_words(a[: rules.READ_CHARS]) | _lower_words(b[: rules.READ_CHARS])
-    return marks(a[: rules.READ_CHARS]) - common, marks(b[: rules.READ_CHARS]) - common
+    """Each text's marks, less any word either text writes in lower case or capitalises only to open a sentence:
+    that is no name ("Considered the best tennis player ..."). Set aside on both sides, so a word one text opens
+    with and the other states ("Last cat 4 hurricane ...: Elizabeth II" and '... lists "Last cat 4 ..."') is
+    no difference."""
+    a, b = a[: rules.READ_CHARS], b[: rules.READ_CHARS]
+    common = _lower_words(a) | _lower_words(b) | _openers(a) | _openers(b)
+    return marks(a) - common, marks(b) - common
 
 
 def same_marks(a: str, b: str) -> bool:

@@ -172,6 +172,8 @@ def _read(text: str) -> Reading:
     if by_run:  # the last run, to its clause's end: "... with Wilt Chamberlain, and that held"
         cut = runs[-1][0] - 1
         end = next((i for i in range(runs[-1][1], len(toks)) if toks[i] in _CLOSERS), len(toks))
+        while end > runs[-1][1] and fold(toks[end - 1]) in rules.STOP_WORDS:
+            end -= 1  # a word left where a question was cut ("Ohio State for '…'") ends no value
     start = (cut + 1) if cut is not None else len(toks)
     while start < len(toks) and fold(toks[start]) in {"still", "now", "currently", "already", "again", "the", "a",
                                                       "an"}:
