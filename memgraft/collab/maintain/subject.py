@@ -193,17 +193,20 @@ def read(text: str) -> Reading:
     return _read(text[: rules.READ_CHARS])
 
 
+@lru_cache(maxsize=1 << 17)
 def near(x: str, y: str) -> bool:
     """One word, or the same word with a typo: same first letter, no digits. A long word may differ by a few
     letters; a short one ("Rot" for "Root") or a month ("Octobre"), only by one slip (:func:`_slip`), so two
-    months, or "Ivan" and "Ivana", stay two words."""
+    months, or "Ivan" and "Ivana", stay two words. Cached, and the similarity's cheap upper bounds tried first:
+    a write of long notes asks it ~100,000 times."""
     if x == y:
         return True
     if any(c.isdigit() for c in x + y) or min(len(x), len(y)) < 3 or x[0] != y[0]:
         return False
     if min(len(x), len(y)) < 5 or x.rstrip("s") in _MONTHS or y.rstrip("s") in _MONTHS:
         return _slip(x, y)
-    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= NEAR
+    m = difflib.SequenceMatcher(None, x, y, autojunk=False)
+    return m.real_quick_ratio() >= NEAR and m.quick_ratio() >= NEAR and m.ratio() >= NEAR
 
 
 def _slip(x: str, y: str) -> bool:
@@ -307,8 +310,18 @@ def text_words(text: str) -> tuple[str, ...]:
 
 
 def among(word: str, words: tuple[str, ...]) -> bool:
-    """``word`` is one of ``words``, misspelt or in the plural."""
-    return any(near(word, v) or plural(word, v) for v in words)
+    """``word`` is one of ``words``, misspelt or in the plural. Only words with its first letter can be either
+    (:func:`near`, :func:`plural`), so only those are compared: a 900-character note against another compared
+    every pair of their words, and a write of 64 such notes spent most of its rules' time here."""
+    return any(near(word, v) or plural(word, v) for v in _by_letter(words).get(word[:1], ()))
+
+
+@lru_cache(maxsize=4096)
+def _by_letter(words: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    grouped: dict[str, list[str]] = {}
+    for v in words:
+        grouped.setdefault(v[:1], []).append(v)
+    return {k: tuple(v) for k, v in grouped.items()}
 
 
 def plural(x: str, y: str) -> bool:
