@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from memgraft.collab.bank import SCHEMA_VERSION, BankError, EmbedderMismatch, MemoryBank
+from memgraft.collab.data import revised_text
 from memgraft.collab.types import Relation
 from tests.collab_bank_helpers import G1, G2, G3, T0, group, raw_connection, stream
 from tests.doubles import HashEmbedder
@@ -63,6 +64,29 @@ def test_an_as_of_search_reads_the_original_vectors_and_embeds_only_a_twice_revi
         assert emb.calls == []
         as_of_hits(bank, G2.time)  # m1 then held the text of its first revision: neither stored vector
         assert emb.calls == [["The weekly meeting is at 10am in room B"]]
+
+
+def test_a_revision_that_only_labels_the_text_outdated_keeps_its_vector(location):
+    """The label is validity, not content: the write embeds only the group's new memories, the live search scores the
+    labelled memory as it scored it before, and an as-of search from before the label scores it the same, with
+    nothing embedded (the judge labels most revisions so: a write of 64 long notes embedded ~70 of them again)."""
+    emb = HashEmbedder()
+    q = HashEmbedder().encode(["weekly meeting room booked"])[0]
+    with MemoryBank(location, emb) as bank:
+        bank.apply_group(G1)
+        scored = {m.memory_id: round(s, 5) for m, s in bank.search("ops", q, 5)}
+        calls = len(emb.calls)
+        with bank.group_transaction(G2) as tx:
+            tx.add_memories()
+            tx.decide("m1", level="inter", relation="contradiction", action="revise", decided_by="test-rules",
+                      after=revised_text(G1.memories[0].content, G2.time.isoformat(), "m2"), valid_after=False)
+        assert emb.calls[calls:] == [[m.content for m in G2.memories]]
+        now = {m.memory_id: (m.maintained, m.valid, round(s, 5)) for m, s in bank.search("ops", q, 5)}
+        assert now["m1"][0].startswith("[Outdated since") and not now["m1"][1] and now["m1"][2] == scored["m1"]
+    emb = HashEmbedder()
+    with MemoryBank(location, emb) as bank:  # a new process: nothing cached
+        then = {m.memory_id: (m.maintained, round(s, 5)) for m, s in bank.search("ops", q, 5, as_of=G1.time)}
+        assert then["m1"] == (G1.memories[0].content, scored["m1"]) and emb.calls == []
 
 
 def test_a_schema_1_bank_is_upgraded_when_opened(location):

@@ -17,6 +17,7 @@ from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import Overlay, rank, with_vec
 from memgraft.collab.bank.schema import iso, to_us
 from memgraft.collab.bank.vectors import BankVectors
+from memgraft.collab.data import unmarked
 from memgraft.collab.types import Memory, MemoryType, as_utc
 
 if TYPE_CHECKING:
@@ -106,18 +107,18 @@ class BankSearch(BankVectors):
         with self._db.peek_version(team) as seen:  # read with the log (PostgreSQL): the cached matrix is checked free
             then_now, live = self.as_of_reads(team, as_of, self._likely_hits(team, q, k, valid_only, types, until_us))
         past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
-        # text then = today's: today's vector; else the original's, stored (the updater revises a memory once);
-        # else (revised twice) embedded afresh
-        unchanged = {m.memory_id for m, text, _ in then_now if m.maintained == text}
-        originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None}
-        fresh = [m.maintained for m, text, vec in then_now if m.maintained != text and vec is None]
+        # what it said then = what it says today (a label added since: ``unmarked``): today's vector; else the
+        # original's, stored (the updater revises a memory once); else (revised twice) embedded afresh
+        unchanged = {m.memory_id for m, text, _ in then_now if unmarked(m.maintained) == unmarked(text)}
+        originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None and m.memory_id not in unchanged}
+        fresh = [unmarked(m.maintained) for m, text, vec in then_now if m.memory_id not in unchanged and vec is None]
         fresh_vecs = dict(zip(fresh, self._embed_cached(fresh))) if fresh else {}
         stored = self._stored(team, list(unchanged), seen.version)
         overlay: Overlay = {}
         for m in past:
             vec = stored[m.memory_id][0] if m.memory_id in unchanged else originals.get(m.memory_id)
             if vec is None:
-                vec = fresh_vecs[m.maintained]
+                vec = fresh_vecs[unmarked(m.maintained)]
             overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
         idx = self._ranked_rows(team, q, k, valid_only, types, when, changed, seen.version)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)

@@ -19,6 +19,7 @@ import numpy as np
 from memgraft.collab.bank import errors
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.schema import DECISION_COLUMNS, iso, to_us
+from memgraft.collab.data import rewords
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, MemoryType, Relation
 from memgraft.ids import content_hash
 
@@ -205,9 +206,10 @@ def new_rows(g: MemoryGroup, vecs: np.ndarray | None) -> dict[str, tuple[np.ndar
 
 def revised_vectors(embed: Callable[[Sequence[str]], np.ndarray | None],
                     decisions: Sequence[Decision]) -> dict[int, np.ndarray | None]:
-    """The new vector of each decision that revises its target's text (by ``id``), embedded in one batch; None
-    where the bank keeps no vectors."""
-    revised = [d for d in decisions if d.after != d.before]
+    """The new vector of each decision that revises what its target says (by ``id``), embedded in one batch; None
+    where the bank keeps no vectors. A revision that only labels the text outdated (:func:`~memgraft.collab.data.
+    rewords`) keeps its vector: a memory's vector is of what it says, and its validity is the valid flag's."""
+    revised = [d for d in decisions if rewords(d.before, d.after)]
     vecs = embed([d.after for d in revised]) if revised else None
     return {id(d): (None if vecs is None else vecs[i]) for i, d in enumerate(revised)}
 

@@ -35,6 +35,7 @@ minimal, deterministic and reversible, and the bank keeps the original text anyw
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -59,6 +60,22 @@ def revised_text(original: str, since: str, superseded_by: str) -> str:
     current memory itself for "what is the current X?" on real data (issue 11). Readers
     follow the id (``history``, the answer's evidence)."""
     return f"[Outdated since {since}; superseded by {superseded_by}] {original}"
+
+
+_OUTDATED = re.compile(r"\[Outdated since [^\]]*\] ")
+
+
+def unmarked(text: str) -> str:
+    """``text`` without the outdated labels :func:`revised_text` put before it: what the memory says. A revision
+    that only adds a label says the same, so the bank keeps its vector (no second embedding)."""
+    while (m := _OUTDATED.match(text)) is not None:
+        text = text[m.end():]
+    return text
+
+
+def rewords(before: str, after: str) -> bool:
+    """A revision from ``before`` to ``after`` changes what the memory says, not only its label: it needs a vector."""
+    return unmarked(after) != unmarked(before)
 
 
 @dataclass

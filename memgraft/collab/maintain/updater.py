@@ -37,6 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
+from memgraft.collab.data import rewords
 from memgraft.collab.maintain import carry, subject, topic
 from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
@@ -147,7 +148,7 @@ class Updater:
             inter_j = self._carry(intra, intra_j, inter, inter_j)
         decisions = [self._decision(group, i, t, j, self.policy.name)
                      for i, (t, j) in enumerate(zip(intra + inter, intra_j + inter_j))]
-        changed = [d.after for d in decisions if d.after != d.before]
+        changed = [d.after for d in decisions if rewords(d.before, d.after)]  # a label alone keeps the vector
         if changed:
             self.bank.embedder.encode(changed)  # a MemoEmbedder keeps them for the write
         return decisions, len(history)
