@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from memgraft.collab.bank import MemoryBank
+from memgraft.collab.data import unmarked
 from memgraft.collab.retrieve.retriever import Hit, ValidityRetriever
 from memgraft.collab.types import MemoryGroup
 from memgraft.collab.retrieve.validity import ValidityScorer
@@ -95,8 +96,9 @@ def test_final_score_is_semantic_plus_lambda_log_sigmoid_validity(bank, embedder
     assert [type(h) for h in hits] == [Hit] * 5
     # the live query time is the team's latest group (day 2); maintained at: m1, m2, m4 day 1; m3 day 0; m5 day 2
     norm = {"m1": 0.5, "m2": 0.5, "m3": 0.0, "m4": 0.5, "m5": 1.0}
-    semantic = dict(zip([h.memory.memory_id for h in hits],  # a cosine S_sem is scaled to a logit's span
-                        (3.0 * reranker.score(QUESTION, [h.memory.maintained for h in hits])).tolist()))
+    semantic = dict(zip([h.memory.memory_id for h in hits],  # a cosine S_sem is scaled to a logit's span; a
+                        # bi-encoder scores what a memory says, its outdated label set aside (as the bank's vectors)
+                        (3.0 * reranker.score(QUESTION, [unmarked(h.memory.maintained) for h in hits])).tolist()))
     for h in hits:
         m = h.memory
         v = s_val_by_hand(m.type == "team", norm[m.memory_id])

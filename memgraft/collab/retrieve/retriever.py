@@ -12,8 +12,8 @@ one bank search of top-N, one reranker call over the N maintained texts and one
 scorer forward over the N candidates.
 
 ``semantic_from_dense`` (opt-in, bi-encoder rerankers only): the cosine fallback's
-S_sem is the cosine between the query and the maintained text under the bank's own
-embedder, which the dense search has just computed against the stored vector of
+S_sem is the cosine between the query and what the maintained text says (its outdated
+label set aside, as the bank's vectors are) under the bank's own embedder, which the dense search has just computed against the stored vector of
 that very text. Taking it from there skips re-encoding the N texts, most of a
 search's time on a CPU (``bench/collab_search.py``); the two differ only by the
 encoder's batch-padding noise. ``hicomer.semantic_from_dense`` turns it on (the
@@ -33,6 +33,7 @@ import torch
 from torch.nn import functional as F
 
 from memgraft.collab.bank import BankError, MemoryBank
+from memgraft.collab.data import unmarked
 from memgraft.collab.types import Memory
 from memgraft.collab.retrieve.validity import StateValidity, ValidityScorer, validity_features
 from memgraft.config import HiCoMERSettings
@@ -103,7 +104,10 @@ class ValidityRetriever:
         if self.semantic_from_dense:
             semantic = np.array([s for _, s in candidates], dtype=np.float64)
         else:
-            semantic = np.asarray(self.reranker.score(question, [m.maintained for m in memories]), dtype=np.float64)
+            # a bi-encoder scores what a memory says, as the bank's vectors do (an outdated label set aside:
+            # ``collab.data.unmarked``); a cross-encoder reads the label too
+            texts = [m.maintained if self.reranker.is_cross_encoder else unmarked(m.maintained) for m in memories]
+            semantic = np.asarray(self.reranker.score(question, texts), dtype=np.float64)
         if not self.reranker.is_cross_encoder:
             semantic = semantic * self.settings.cosine_semantic_scale
         final = semantic.copy()
