@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from memgraft.collab.bank import SCHEMA_VERSION, BankError, EmbedderMismatch, MemoryBank
+from memgraft.collab.bank.schema import iso
 from memgraft.collab.data import revised_text
 from memgraft.collab.types import Relation
 from tests.collab_bank_helpers import G1, G2, G3, T0, group, raw_connection, stream
@@ -87,6 +88,11 @@ def test_a_revision_that_only_labels_the_text_outdated_keeps_its_vector(location
     with MemoryBank(location, emb) as bank:  # a new process: nothing cached
         then = {m.memory_id: (m.maintained, round(s, 5)) for m, s in bank.search("ops", q, 5, as_of=G1.time)}
         assert then["m1"] == (G1.memories[0].content, scored["m1"]) and emb.calls == []
+        # nor is the original's vector read for it: today's vector is the original's
+        assert [vec for m, _, vec in bank.as_of_reads("ops", G1.time, [])[0] if m.memory_id == "m1"] == [None]
+        log = bank._team_db("ops").execute(bank._db.changed_since_sql.format(time="m.time"),
+                                           {"team": "ops", "as_of": iso(G1.time)}).fetchall()
+        assert [r[14] for r in log if r[0] == "m1"] == [None]  # not sent by the database either
 
 
 def test_a_schema_1_bank_is_upgraded_when_opened(location):

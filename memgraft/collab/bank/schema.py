@@ -77,9 +77,14 @@ FROM memories m LEFT JOIN decisions d ON d.seq = (
     WHERE d2.team = m.team AND d2.memory_id = m.memory_id AND d2.decided_at <= :as_of
     ORDER BY d2.decided_at DESC, d2.seq DESC LIMIT 1)
 WHERE m.team = :team AND {time} <= :as_of"""
-# The original's vector where the text then is the original and today's differs (a memory revised since): the one
-# case the search needs it (``as_of_reads``); sent for every row, it was most of a small team's as-of read.
+# The original's vector where the text then is the original and today's says something else (a memory reworded
+# since): the one case the search needs it (``as_of_reads``); sent for every row, it was most of a small team's
+# as-of read. Today's text that is the original behind outdated labels (``collab.data.unmarked``: the judge's
+# revisions) keeps the original's vector as its own, so it is not sent either; where this test and ``unmarked``
+# differ, the search drops a vector it was sent, or embeds the original again.
 ORIGINAL_VECTOR_THEN = ("CASE WHEN COALESCE(d.after, m.original) = m.original AND m.maintained <> m.original "
+                        "AND NOT (m.maintained LIKE '[Outdated since %' AND substr(m.maintained, "
+                        "length(m.maintained) - length(m.original) - 1) = '] ' || m.original) "
                         "THEN m.original_embedding END")
 # The memories written by :as_of and decided on after it, as they stood then (AS_OF_SQL's columns, then today's
 # text and ORIGINAL_VECTOR_THEN); PostgreSQL has its own (``pg_schema``).

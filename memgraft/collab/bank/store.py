@@ -26,6 +26,7 @@ from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUM
                                          parse_time, row_to_decision, row_to_memory)
 from memgraft.collab.bank.search import BankSearch
 from memgraft.collab.bank.transaction import GroupTransaction, belongs, new_rows, pending_after, revised_vectors
+from memgraft.collab.data import rewords
 from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
 from memgraft.models.embedder import Embedder
 
@@ -302,8 +303,8 @@ class MemoryBank(BankSearch):
         current = {m.memory_id: m for part in live for m in map(row_to_memory, part)}
         rows.sort(key=lambda r: (r[7], r[12]))
         then = [row_to_memory(r) for r in rows]
-        wanted = [i for i, (m, r) in enumerate(zip(then, rows))
-                  if r[14] is not None and m.maintained == m.original != r[13]]
+        wanted = [i for i, (m, r) in enumerate(zip(then, rows))  # what the search uses (``_search_as_of``)
+                  if r[14] is not None and m.maintained == m.original and rewords(m.original, r[13])]
         vecs = self._db.decode_vecs([rows[i][14] for i in wanted], self.dim) if wanted and self.dim else []
         original: dict[int, np.ndarray] = dict(zip(wanted, vecs))
         return [(m, r[13], original.get(i)) for i, (m, r) in enumerate(zip(then, rows))], current
