@@ -142,15 +142,9 @@ def test_a_value_is_not_carried_onto_another_question(tmp_path, settings, embedd
             {"memory_id": "held", "type": "team", "author": "wiki",
              "content": "Q: Where was the previous fifa world cup held? A: Russia"}]},
     ]
-    memory = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
-    try:
-        for g in stream:
-            memory.add_group(g)
-        now = {m.memory_id: m for m in memory.memories("cup")}
-        assert not now["note"].valid and now["held"].valid
-        assert now["most"].valid, now["most"].maintained
-    finally:
-        memory.close()
+    now = applied(tmp_path, settings, embedder, stream)
+    assert not now["note"].valid and now["held"].valid
+    assert now["most"].valid, now["most"].maintained
     # two lower-case questions asked apart carry nothing between them, though they share no topic word: "Michael
     # Phelps", overruled as who carried the flag, still holds the most medals (SituatedQA train part, prose). The
     # cost: a question asked again in words it shares none of is not linked through the note either.
@@ -179,12 +173,17 @@ def test_a_value_is_not_carried_across_two_questions_that_share_no_word(tmp_path
             {"memory_id": "flag", "type": "team", "author": "wiki",
              "content": "From 2018, 'who carried the us flag at opening ceremony' gets Erin Hamlin for an answer."}]},
     ]
+    now = applied(tmp_path, settings, embedder, stream)
+    assert not now["note"].valid and now["flag"].valid
+    assert now["medals"].valid, now["medals"].maintained
+
+
+def applied(tmp_path, settings, embedder, stream):
+    """Each memory of the stream's one team, by id, after the stream's groups went through the product updater."""
     memory = CollabMemory.open(tmp_path / "bank.sqlite", settings, embedder=embedder)
     try:
         for g in stream:
             memory.add_group(g)
-        now = {m.memory_id: m for m in memory.memories("games")}
-        assert not now["note"].valid and now["flag"].valid
-        assert now["medals"].valid, now["medals"].maintained
+        return {m.memory_id: m for m in memory.memories(stream[0]["team"])}
     finally:
         memory.close()

@@ -43,11 +43,18 @@ def judge(policy, target, *refs, level="inter"):
     return j
 
 
+def assert_kept(j):
+    assert j.action is Action.keep and j.relation is not Relation.contradiction, j
+
+
+def assert_retired(j):
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
 @pytest.mark.parametrize("current,other", ANOTHER_SUBJECT)
 def test_another_subjects_record_never_retires_a_current_memory(default, current, other):
     assert subject.another_subject(current, other)
-    j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=2))
-    assert j.action is Action.keep and j.relation is not Relation.contradiction
+    assert_kept(judge(default, mem("cur", "team", current), mem("new", "team", other, years=2)))
 
 
 @pytest.mark.parametrize("old,new", [
@@ -60,8 +67,7 @@ def test_another_subjects_record_never_retires_a_current_memory(default, current
 ])
 def test_the_same_subject_named_in_part_or_misspelt_is_still_superseded(default, old, new):
     assert subject.same_subject(old, new) is True
-    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=2))
-    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=2)))
 
 
 @pytest.mark.parametrize("old,new", [
@@ -97,8 +103,7 @@ def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(defaul
     """Prose puts the value first or in the middle, where the value reader finds none; the judge read such
     pairs as contradictions and retired current notes (SituatedQA dev in prose)."""
     assert marks.same_marks(old, new) and not marks.same_value(old, new)
-    j = judge(default, mem("old", "individual", old), mem("new", "team", new, years=1))
-    assert j.action is Action.keep and j.relation is not Relation.contradiction
+    assert_kept(judge(default, mem("old", "individual", old), mem("new", "team", new, years=1)))
 
 
 @pytest.mark.parametrize("old,new", [
@@ -108,8 +113,7 @@ def test_two_wordings_naming_the_same_things_agree_where_no_value_is_read(defaul
 ])
 def test_another_number_or_a_shorter_list_is_not_the_same_statement(default, old, new):
     assert not marks.same_marks(old, new) or values.list_change(old, new)
-    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
-    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
 
 
 @pytest.mark.parametrize("old,new,changed", [
@@ -140,8 +144,7 @@ def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(
     ("Logs are kept for 30 days.", "Log retention is now 90 days, up from 30."),
 ])
 def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
-    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
-    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
 
 
 @pytest.mark.parametrize("other,new", [
@@ -169,15 +172,13 @@ def test_a_replacement_names_what_it_replaces_and_leaves_the_rest_alone(default)
 def test_a_note_in_the_group_that_changes_its_measure_is_revised(default, decision, stale):
     team = mem("t", "team", decision)
     note = mem("n", "individual", stale)
-    j = judge(default, note, team, level="intra")
-    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert_retired(judge(default, note, team, level="intra"))
 
 
 def test_a_stale_note_in_the_group_that_drops_its_subject_is_revised(default):
     team = mem("t", "team", "We stopped using Compound A; synthesis runs use Compound B from now on.")
     note = mem("n", "individual", "Ordered more Compound A for next week's synthesis run.")
-    j = judge(default, note, team, level="intra")
-    assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+    assert_retired(judge(default, note, team, level="intra"))
 
 
 T0 = datetime(2026, 1, 6, 9, tzinfo=timezone.utc)
@@ -361,8 +362,7 @@ def test_a_record_naming_the_same_value_dated_otherwise_restates_it(default, old
     team in one bank, the judge's training part; the judge alone retired each). Numbers alone are not enough
     ("32.0.0.465", then "32.0.0.465" again, is still read as the judge reads it)."""
     assert restated.names_again(old, new) and not marks.same_marks(old, new)
-    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
-    assert j.action is Action.keep and j.relation is not Relation.contradiction
+    assert_kept(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
 
 
 @pytest.mark.parametrize("old,new", [
@@ -380,8 +380,7 @@ def test_a_year_inside_a_value_or_a_value_of_years_is_no_date(default, old, new)
     question's own number the same answer."""
     assert not restated.names_again(old, new)
     if "FIFA" not in old:  # the judge alone reads the two World Cup records as neutral; these years it reads
-        j = judge(default, mem("old", "team", old), mem("new", "team", new, years=1))
-        assert (j.relation, j.action) == (Relation.contradiction, Action.revise)
+        assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
 
 
 def test_a_word_left_where_a_question_was_cut_ends_no_value(default):
@@ -391,8 +390,7 @@ def test_a_word_left_where_a_question_was_cut_ends_no_value(default):
     record = "If anyone asks who won the ohio state penn state football game, the answer from October 2017 on reads Ohio State."
     assert subject.read(note).value == ("ohio", "state")
     assert marks.same_value(note, record)
-    j = judge(default, mem("note", "individual", note), mem("record", "team", record, years=1))
-    assert j.action is Action.keep and j.relation is not Relation.contradiction
+    assert_kept(judge(default, mem("note", "individual", note), mem("record", "team", record, years=1)))
 
 
 @pytest.mark.parametrize("old,new,same", [
