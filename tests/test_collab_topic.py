@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memgraft.collab.api import CollabMemory
-from memgraft.collab.maintain import cased, topic
+from memgraft.collab.maintain import cased, kinds, topic
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
 from memgraft.collab.types import Action, Relation
@@ -394,3 +394,36 @@ def test_a_note_in_its_groups_record_words_with_another_value_is_overruled(defau
     same = mem("same", "individual", "pretty sure it's 2016 for the last time the raiders made the playoffs", years=1)
     [j] = default.judge([Target("intra", same, (record,), record.time, words)])
     assert j.action is Action.keep
+
+
+NARROW = "If anyone asks when the valley last had a partial eclipse, the answer from 2014 on reads October 23, 2014."
+WIDE = "The answer to 'when did the valley last have an eclipse' changed in 2017 to August 21, 2017."
+HARBOUR = "The last time the harbour club won a cup tie passed to 1966 in 1966."
+RIVER = "The answer to 'when was the last time the river club won a cup tie' changed in 2019 to 2019."
+
+
+def test_a_word_added_to_a_question_makes_another_question():
+    """One question narrowed by a word ("partial") is another question either way; where only one text asks, a word
+    of its question the other lacks ("river" against "harbour") says so too; the same question in another wording
+    is the same (SituatedQA's training part, prose: 29 of 55 wrong retirements were such pairs)."""
+    assert topic.asked_otherwise(NARROW, WIDE) and topic.asked_otherwise(WIDE, NARROW)
+    assert topic.asked_otherwise(HARBOUR, RIVER) and topic.asked_otherwise(RIVER, HARBOUR)
+    same = "The answer to 'when was the last time the harbour club won a cup tie' changed in 2019 to 2019."
+    assert not topic.asked_otherwise(HARBOUR, same)
+    assert not topic.asked_otherwise(NARROW, NARROW.replace("2014 on reads October 23, 2014", "2016 on reads May 9"))
+    # a verb the other text puts otherwise is no other question (TimeQA val: "where was steven ozment going to school")
+    asks, states = "Where was anna lindqvist going to school? Uppsala University.", \
+        "Note: the school of Anna Lindqvist is Uppsala University, as far as I know."
+    assert "going" not in kinds.things(asks) and "school" in kinds.things(asks) and topic.asked_otherwise(
+        asks, "Note: the employer of Anna Lindqvist is Uppsala University.")
+    assert not topic.asked_otherwise(asks, states) and not topic.asked_otherwise(states, asks)
+
+
+@pytest.mark.parametrize("old_text, new_text", [(NARROW, WIDE), (WIDE, NARROW), (HARBOUR, RIVER)])
+def test_a_record_on_a_narrower_or_wider_question_keeps_the_current_memory(default, old_text, new_text):
+    words = topic.TeamWords()  # an uncounted team: the pair alone decides
+    old, new = mem("old", "team", old_text), mem("new", "team", new_text, years=3)
+    assert judge(default, old, new, words).action is Action.keep
+    same = mem("same", "team", old_text.replace("2014", "2020").replace("1966", "2020").replace("2017", "2020"),
+               years=6)
+    assert judge(default, old, same, words).action is Action.revise

@@ -307,15 +307,17 @@ class JudgePolicy:
         return values.list_change(a, b) or change.item_change(a, b)
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
-        """The two answer two lower-case questions (:func:`~memgraft.collab.maintain.topic.other_question`, read
-        from the pair alone), or neither names a subject and the team's words say two topics
+        """The two answer two lower-case questions (:func:`~memgraft.collab.maintain.topic.other_question` and
+        :func:`~memgraft.collab.maintain.topic.asked_otherwise`, read from the pair alone), or neither names a subject and the team's words say two topics
         (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists".
         Also where ``b`` states a change: "Starting in 2020, the records give ..." dates a record on its own
         question. ``topic_from`` 0 reads neither."""
         if not self.topic_from:
             return False
-        if topic.other_question(a, b):  # a change stated on another question changes that one ("The answer to
-            return True                 # 'who won ...' changed in 2008 to ...")
+        # a change stated on another question changes that one ("The answer to 'who won ...' changed in 2008 to
+        # ..."), and a question narrowed by a word is another question ("... a partial solar eclipse")
+        if topic.other_question(a, b) or topic.asked_otherwise(a, b):
+            return True
         return target.words is not None and subject.same_subject(a, b) is None and \
             topic.other_topic(a, b, target.words, self.topic_from)
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
 from memgraft.collab.maintain import asked as asked_
-from memgraft.collab.maintain import cased, rules, subject
+from memgraft.collab.maintain import cased, kinds, rules, subject
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.store import MemoryBank
@@ -136,6 +136,25 @@ def _apart(qa: frozenset[str], qb: frozenset[str]) -> bool:
 def _lacks(words: frozenset[str], other: frozenset[str]) -> bool:
     parts = subject.with_parts(tuple(other))
     return any(not subject.among(w, parts) for w in words)
+
+
+def asked_otherwise(a: str, b: str) -> bool:
+    """Both ask a lower-case question and one question holds a word the other's lacks (a typo, a plural or a
+    hyphen's parts allowed): a word added to a question narrows it ("... had a partial solar eclipse", "... won
+    olympic gold in hockey", "... the most goals in a world cup final"), so an answer to one is no answer of the
+    other gone out of date, either way. Where only one text asks, as a question opens, a word of its question the
+    other text lacks says the same when the word names a thing (:mod:`kinds`): the other states another question's
+    answer ("the last time toronto won a playoff series" / "when was the last time the bucks won a playoff
+    series"); a verb put otherwise ("going to school" / "the school of") says nothing."""
+    qa, qb = _question(a), _question(b)
+    if qa and qb and qa[0] and qb[0]:
+        return _lacks(qa[0], qb[0]) or _lacks(qb[0], qa[0])
+    for q, text, other in ((qa, a, b), (qb, b, a)):
+        if q is not None and q[1]:
+            missing = [w for w in q[0] if not subject.among(w, _with_parts(other))]
+            if missing and any(w in kinds.things(text) for w in missing):
+                return True
+    return False
 
 
 def other_question_on_topic(a: str, b: str) -> bool:
