@@ -142,6 +142,11 @@ def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(
     # a measure changed, in words that share little else: the trial and its length
     ("The free trial lasts 14 days.", "Trial length cut to 7 days for new signups."),
     ("Logs are kept for 30 days.", "Log retention is now 90 days, up from 30."),
+    # the old value in brackets, one switched off or no longer supported, an amount of money raised
+    ("Incident reviews happen on Friday afternoons.", "Incident reviews are on Monday mornings now (was Friday afternoons)."),
+    ("Alerts are routed through Opsgenie.", "PagerDuty has taken over alert routing, Opsgenie is switched off."),
+    ("Minimum supported Android version is 10.", "We raised the Android floor to 12, so 10 is no longer supported."),
+    ("Refunds over $200 need a lead's sign-off.", "The lead sign-off limit for refunds went up to $1,500."),
 ])
 def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
     assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
@@ -151,6 +156,7 @@ def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
     ("Logs are kept for 30 days.", "Trial length cut to 7 days for new signups."),  # another measure, no shared word
     ("The newsletter goes out every 14 days.", "Trial length cut to 7 days for new signups."),
     ("The mobile team's stand-up is at 9:00.", "Moving stand-up to 10:00 starting Monday."),  # another stand-up
+    ("Travel over $2,000 needs a director's approval.", "The lead sign-off limit for refunds went up to $1,500."),
 ])
 def test_a_changed_measure_leaves_other_measures_in_its_unit_alone(default, other, new):
     assert change.measure_change(new, other) < MEASURE_SHARE

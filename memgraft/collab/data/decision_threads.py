@@ -253,4 +253,65 @@ TEAMS: tuple[TeamSet, ...] = (
             ("2025-03-29", "Friday at 3pm", "Lab meeting moved to Friday 3pm.")),
           notes=(("2025-03-29", "Thursday at 4pm", "Sent the agenda for Thursday's 4pm lab meeting."),)),
     )),
+    # written in session 42, before any rule was changed for them, as a probe of wordings no rule was built on
+    # (measured first as they were written; their split is the hash's, as every team's)
+    TeamSet("mobile-app", "mobile software", "kofi", ("mob-ada", "mob-lin"), (
+        T("release-cadence", "How often does the app ship?", "decision", (
+            ("2025-05-05", "every two weeks", "We ship the app every two weeks."),
+            ("2025-06-02", "weekly", "Release train is weekly starting next sprint; the biweekly cadence is retired.")),
+          notes=(("2025-05-19", "every two weeks", "Tagged build 4.2 for the biweekly release."),)),
+        T("crash-reporting", "Where do crash reports go?", "decision", (
+            ("2025-05-05", "Crashlytics", "Crash reports go to Crashlytics."),
+            ("2025-06-09", "Sentry", "Sentry has taken over crash reporting, Crashlytics is switched off.")),
+          notes=(("2025-06-09", "Crashlytics", "Added the Crashlytics key to the staging config."),)),
+        T("ios-floor", "What is the minimum supported iOS version?", "decision", (
+            ("2025-05-05", "iOS 15", "Minimum supported iOS is 15."),
+            ("2025-06-16", "iOS 16", "We raised the iOS floor to 16, so 15 is no longer supported."))),
+        T("design-crit", "When is design review?", "decision", (
+            ("2025-05-05", "Monday mornings", "Design review happens Monday mornings."),
+            ("2025-05-26", "Wednesday afternoons", "Design crit is Wednesday afternoons now (was Monday mornings)."))),
+        T("feature-flags", "Where are feature flags managed?", "decision", (
+            ("2025-05-12", "LaunchDarkly", "Feature flags are managed in LaunchDarkly."),)),
+    )),
+    TeamSet("field-ecology", "ecology lab", "dr-moreno", ("fe-tui", "fe-ola"), (
+        T("river-sampling", "Which day are the river sites sampled?", "protocol", (
+            ("2025-04-07", "Mondays", "We sample the river sites every Monday."),
+            ("2025-05-05", "Tuesdays", "River sampling shifts to Tuesdays because of the lock closures.")),
+          notes=(("2025-05-05", "Mondays", "Packed the cooler for Monday's river run."),)),
+        T("gps-units", "Which units record plot coordinates?", "protocol", (
+            ("2025-04-07", "the Garmin units", "Use the Garmin units for plot coordinates."),
+            ("2025-04-28", "Trimble handhelds",
+             "Plot coordinates: Trimble handhelds from now on, the Garmins go back to storage."))),
+        T("preservative", "What are invertebrate samples preserved in?", "protocol", (
+            ("2025-04-07", "70% ethanol", "Invertebrate samples are preserved in 70% ethanol."),
+            ("2025-05-19", "95% ethanol", "Invertebrate samples: switch to 95% ethanol so DNA work stays possible.")),
+          notes=(("2025-04-21", "70% ethanol", "Topped up the 70% ethanol jars for the invert samples."),)),
+        T("field-data", "Where are field sheets entered?", "decision", (
+            ("2025-04-07", "the Access database", "Field sheets are entered into the Access database."),
+            ("2025-05-12", "the shared Postgres instance",
+             "Access is retired. Field sheets go into the shared Postgres instance now."))),
+        T("wader-cleaning", "How are waders cleaned between sites?", "protocol", (
+            ("2025-04-07", "bleach solution", "Waders are rinsed with bleach solution after every site."),)),
+        T("quadrat-size", "How big are vegetation quadrats?", "protocol", (
+            ("2025-04-07", "1 m by 1 m", "Vegetation quadrats are 1 m by 1 m."),
+            ("2025-05-26", "2 m by 2 m", "Quadrats are 2 m by 2 m as of this season."))),
+    )),
+    TeamSet("finance-ops", "finance operations", "ruth", ("fin-abe", "fin-zoe"), (
+        T("expense-tool", "Where are expenses filed?", "decision", (
+            ("2025-02-03", "Concur", "Expenses are filed in Concur."),
+            ("2025-03-03", "Expensify", "Concur's contract ended; file expenses in Expensify.")),
+          notes=(("2025-03-03", "Concur", "Submitted my February receipts in Concur."),)),
+        T("approval-threshold", "Above what amount does a purchase need a manager's approval?", "protocol", (
+            ("2025-02-03", "$500", "Purchases over $500 need a manager's approval."),
+            ("2025-03-17", "$1,000", "The manager-approval threshold went up to $1,000."))),
+        T("month-end-close", "By which business day is the month-end close done?", "plan", (
+            ("2025-02-03", "the 5th business day", "Month-end close finishes on the 5th business day."),
+            ("2025-04-01", "the 3rd business day",
+             "We're closing the books by the 3rd business day from this quarter on."))),
+        T("payment-runs", "When do vendor payments go out?", "decision", (
+            ("2025-02-03", "every Thursday", "Vendor payments go out every Thursday."),
+            ("2025-03-10", "Tuesdays and Fridays", "Payment runs happen Tuesdays and Fridays now."))),
+        T("invoice-po", "What does an invoice need before it is paid?", "protocol", (
+            ("2025-02-03", "a PO number", "Invoices need a PO number before they're paid."),)),
+    )),
 )

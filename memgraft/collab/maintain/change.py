@@ -15,11 +15,16 @@ from memgraft.collab.maintain import marks, rules, subject
 # a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
 # "now" that ends a key ("Winter olympics being held now: Pyeongchang") names the attribute, not a change
 _CHANGE = re.compile(r"\b(?:now(?!\s*[:=—–?])|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
-                     r"going\s+forward|starting|henceforth|effective|as\s+of\s+today|anymore|no\s+longer|"
+                     r"from\s+this\s+(?:week|month|quarter|year|season|sprint|term|release)(?:\s+on)?|"
+                     r"going\s+forward|starting|beginning|henceforth|effective|as\s+of\s+(?:today|this|next)|anymore|"
+                     r"no\s+longer|(?:went|goes|go|gone|going)\s+(?:up|down)|"
                      r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
                      r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
 # a measure: a number and the word after it ("14 days", "3 approvals", "10% gels"); a time of day ("9:30") is a clock
 _MEASURE = re.compile(r"(?<![\w:.])(\d+(?:\.\d+)?)\s*(%|[^\W\d_]+)", re.UNICODE)
+# an amount of money ("$1,000", "€ 250"), its currency the unit; an ordinal ("the 5th business day"), the word after
+_MONEY = re.compile(r"([$€£¥])\s?(\d[\d,]*(?:\.\d+)?)")
+_ORDINAL = re.compile(r"(?<![\w:.])(\d+)(?:st|nd|rd|th)\s+([^\W\d_]+)", re.UNICODE)
 _WEEKDAY = re.compile(r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b", re.IGNORECASE)
 _BEFORE_MEASURE = frozenset({"for", "to", "at", "on", "every", "by", "in", "from", "until", "till"})
 _CLOCK = re.compile(r"\b(\d{1,2}[:.]\d{2})(?!\d)")
@@ -125,6 +130,9 @@ def _measures(text: str) -> tuple[dict[str, frozenset[str]], frozenset[str], fro
     found: list[tuple[int, int, str, str]] = [(m.start(), m.end(), "weekday", m.group(1).lower())
                                               for m in _WEEKDAY.finditer(body)]
     found += [(m.start(), m.end(), "clock", m.group(1).lstrip("0")) for m in _CLOCK.finditer(body)]
+    found += [(m.start(), m.end(), m.group(1), m.group(2).replace(",", "")) for m in _MONEY.finditer(body)]
+    found += [(m.start(), m.end(), subject.fold(m.group(2)), m.group(1)) for m in _ORDINAL.finditer(body)
+              if not any(a <= m.start() < b for a, b, _, _ in found)]
     for m in _MEASURE.finditer(body):
         unit = subject.fold(m.group(2))
         if unit not in rules.STOP_WORDS and not any(a <= m.start() < b for a, b, _, _ in found):

@@ -38,9 +38,10 @@ from functools import lru_cache
 
 from memgraft.collab.maintain import asked, rules
 
-# a time, a measure or a score is one word ("14:00", "37 °C", "27–10"), so its colon or dash opens no value and its
-# unit names no one
-_TOKEN = re.compile(r"\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|\d+(?:–\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
+# a time, a measure, a score or an amount is one word ("14:00", "37 °C", "27–10", "$1,000", "12,781"), so its colon,
+# dash or comma opens no value and its unit names no one
+_TOKEN = re.compile(r"[$€£¥]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|[$€£¥]\d+(?:\.\d+)?|\d+(?:[:.,]\d+)*\s?°\s?[CF]?\b|\d+(?::\d+)+|\d+(?:–\d+)+|[^\W_]+(?:[-'’.&/][^\W_]+)*\.?|[^\w\s]", re.UNICODE)
+_CURRENCY = frozenset("$€£¥")
 _OPENERS = frozenset({"?", ":", "=", "—", "–", "is", "was", "are", "were", "as", "be", "been", "remains", "became",
                       "becomes", "to"})
 _STRONG_OPENERS = frozenset({"?", ":", "=", "—", "–"})
@@ -53,15 +54,20 @@ _MONTHS = frozenset("january february march april may june july august september
 _NOT_NAMES = rules.STOP_WORDS | frozenset(
     "record note log confirmed checked observation q a name tell give list find identify will please".split())
 _REPLACED = re.compile(
-    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing)(?!\s+(?:by|with)\b)|no\s+longer(?:\s+(?:use|uses|using|on|at|in))?|"
+    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing)(?!\s+(?:by|with)\b)|no\s+longer(?!\s+(?:supported|used|needed|allowed|in\s+use)\b)(?:\s+(?:use|uses|using|on|at|in))?|"
     r"no\s+more|stopp?(?:ed|ing)?\s+(?:using|ordering|running|doing)?|dropp?(?:ed|ing)?|retir(?:ed|ing)|"
+    r"ditch(?:ed|ing)?|scrapp?(?:ed|ing)?|phas(?:ed|ing)\s+out|swapp?(?:ed|ing)?(?:\s+out)?|moved?\s+(?:away\s+from|off)|"
     r"(?<!\w)from(?=\s+\S+(?:\s+\S+){0,4}\s+to\b))\s+(?P<old>[^.;,!?]{1,80}?)(?=\s+(?:to|with|for|in|on|at|from|"
     r"by|as|is|are|was|were|starting|effective)\b|[.;,!?)]|$)"
-    r"|(?:,\s*|\(\s*)(?:not|from)\s+(?P<not>[^.;,!?()]{1,80}?)(?=\s*[.;,!?)]|$)", re.IGNORECASE)
+    r"|(?:,\s*|\(\s*)(?:not|from|was|were|formerly|previously|used\s+to\s+be)\s+(?P<not>[^.;,!?()]{1,80}?)(?=\s*[.;,!?)]|$)",
+    re.IGNORECASE)
 # "Buffer X is replaced by buffer Y", "Airflow is out", "Thursdays are done": the old value stands before the verb
 _REPLACED_BY = re.compile(r"(?:^|[.;,!?:]\s+)(?P<old>[^.;,!?:]{1,80}?)\s+(?:is|are|was|were|has\s+been|have\s+been|"
-                          r"will\s+be|gets|got)\s+(?:replaced\s+(?:by|with)\b|(?:out|done|over|gone|retired|"
-                          r"deprecated|dropped|discontinued)(?=\s*(?:[.;,!?]|$|and\b|now\b)))", re.IGNORECASE)
+                          r"will\s+be|gets|got|is\s+being|are\s+being)\s+(?:(?:replaced|superseded|swapped)\s+(?:by|with|for)\b|"
+                          r"(?:out|done|over|gone|retired|deprecated|dropped|discontinued|decommissioned|scrapped|"
+                          r"cancell?ed|sunset|phased\s+out|switched\s+off|turned\s+off|shut\s+down|no\s+longer\s+"
+                          r"(?:supported|used|in\s+use|needed|allowed))(?=\s*(?:[.;,!?)]|$|and\b|now\b|for\b)))",
+                          re.IGNORECASE)
 _HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)\s*[.!]?$",
                     re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|2[01]\d{2}")
@@ -87,7 +93,7 @@ def fold(word: str) -> str:
 
 
 def _is_word(tok: str) -> bool:
-    return tok[:1].isalnum()
+    return tok[:1].isalnum() or (tok[:1] in _CURRENCY and tok[1:2].isdigit())
 
 
 def _is_name(tok: str, first: bool, nxt: str) -> bool:
