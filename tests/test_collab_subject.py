@@ -147,6 +147,8 @@ def test_a_list_that_replaced_an_item_disagrees_where_the_judge_reads_agreement(
     ("Alerts are routed through Opsgenie.", "PagerDuty has taken over alert routing, Opsgenie is switched off."),
     ("Minimum supported Android version is 10.", "We raised the Android floor to 12, so 10 is no longer supported."),
     ("Refunds over $200 need a lead's sign-off.", "The lead sign-off limit for refunds went up to $1,500."),
+    # the memory's whole value is what is replaced, the thing decided named in other words ("review" / "crit")
+    ("Code review happens on Friday afternoons.", "Code crit is on Tuesday mornings now (was Friday afternoons)."),
 ])
 def test_a_decision_that_names_what_it_replaces_retires_it(default, old, new):
     assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
@@ -167,6 +169,10 @@ def test_a_replacement_names_what_it_replaces_and_leaves_the_rest_alone(default)
     web = "Web deploys now happen on Thursdays instead of Tuesdays."
     mobile = mem("mobile", "team", "Deploys of the mobile app happen on Mondays.")
     assert judge(default, mobile, mem("web", "team", web, years=1)).action is Action.keep
+    # the same value replaced on a topic that shares no word with it: another decision's
+    payroll = mem("payroll", "team", "Payroll runs on Fridays.")
+    assert judge(default, payroll, mem("standup", "team", "Standups are on Mondays now (was Fridays).", years=1)
+                 ).action is Action.keep
 
 
 @pytest.mark.parametrize("decision,stale", [

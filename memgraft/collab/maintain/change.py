@@ -109,6 +109,14 @@ def names_only(older: str, old_value: tuple[str, ...]) -> bool:
     return bool(names) and all(all(subject.among(w, old_value) for w in n) for n in names)
 
 
+def states_only(older: str, old_value: tuple[str, ...]) -> bool:
+    """``older``'s value is the value ``newer`` replaces, word for word (a typo or a plural allowed): "Design review
+    happens Monday mornings." for "... now (was Monday mornings)", however the two name what is decided."""
+    value, old = subject.content(subject.read(older).value), subject.content(old_value)
+    return bool(value) and bool(old) and all(subject.among(w, old) for w in value) and \
+        all(subject.among(w, value) for w in old)
+
+
 def new_value(newer: str, older: str) -> bool:
     """``newer`` states a value ``older`` does not state, and does not state ``older``'s."""
     rn, ro = subject.read(newer), subject.read(older)

@@ -243,7 +243,8 @@ class JudgePolicy:
         Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts;
         one stating the target's own value, or naming the same things and numbers, no more and no fewer
         (:func:`~memgraft.collab.maintain.marks.same_marks`), agrees, whatever the judge read; one saying in words that the
-        target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic,
+        target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic (or the
+        target's whole value is what it replaces and they share a word: "(was Monday mornings)"),
         and one that names another value it replaces contradicts only memories stating that one.
         A pair the judge reads as agreeing, whose value lists differ by an item, disagrees on the whole value; a note
         naming its own group's team memory's subject is read as contradicting from ``INTRA_FLOOR``."""
@@ -269,7 +270,8 @@ class JudgePolicy:
             if old is None and change.names_another_target(b, a):
                 continue
             if old is not None and (target.level == "intra" or change.shared_topic(b, a, old) >= 0.5
-                                    or change.names_only(a, old)):
+                                    or change.names_only(a, old)
+                                    or (change.states_only(a, old) and change.shared_topic(b, a, old) > 0)):
                 contra.append((max(float(p[2]), 0.99), r))
             elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
