@@ -10,7 +10,8 @@ def test_the_scale_bench_runs_and_both_backends_are_exact(tmp_path):
     from bench.collab_scale import main
 
     result = main(["--teams", "4", "--memories", "600", "--big-team", "300", "--queries", "6", "--as-of-queries", "2",
-                   "--ingest-groups", "4", "--ingest-teams", "2", "--vectors", "random", "--out", str(tmp_path)])
+                   "--ingest-groups", "4", "--ingest-teams", "2", "--vectors", "random", "--shared-buffers", "256MB",
+                   "--out", str(tmp_path)])
     assert result["recall"] == {b: {"big": 1.0, "small": 1.0} for b in ("sqlite", "postgresql")}
     assert {b: f["memories"] for b, f in result["build"].items()} == {"sqlite": 600, "postgresql": 600}
     assert all(x["groups"] == 4 for x in result["ingest"].values())
@@ -28,7 +29,8 @@ def test_the_scale_bench_on_clustered_vectors_finds_the_exact_top_k_through_a_te
     from bench.collab_scale import main
 
     args = ["--teams", "3", "--memories", "900", "--big-team", "800", "--queries", "20", "--as-of-queries", "1",
-            "--ingest-groups", "2", "--ingest-teams", "1", "--exact-max-rows", "300", "--ef-sweep", "40"]
+            "--ingest-groups", "2", "--ingest-teams", "1", "--exact-max-rows", "300", "--ef-sweep", "40",
+            "--shared-buffers", "256MB"]
     result = main([*args, "--out", str(tmp_path)])
     assert result["args"]["vectors"] == "clustered"
     assert result["build"]["postgresql"]["index_s"] > 0  # the big team got its own index

@@ -113,10 +113,10 @@ class _Rows:
 
 def test_a_postgres_search_from_the_cached_matrix_is_one_round_trip(pg_url, monkeypatch):
     """A small team's search sends one round trip to the server (the hits' rows, the team's version read by the
-    statement that binds the team), an as-of search one too (the log since, with the rows of the hits the cached
-    matrix guesses), two where a hit was not guessed; after another bank's write the version read with the hits
-    tells the matrix is stale, and the search is ranked again from it, brought up: the same hits as a freshly
-    opened bank."""
+    statement that binds the team), an as-of search one too (the team's version: its rows and decision log are
+    held in-process beside the cached matrix, ``team_rows``), whichever hits the matrix guessed; after another
+    bank's write the version read with the hits tells the matrix is stale, and the search is ranked again from
+    it, brought up, as the held rows are: the same hits as a freshly opened bank."""
     from memgraft.collab.bank import pool
 
     url = pg_url()
@@ -128,10 +128,9 @@ def test_a_postgres_search_from_the_cached_matrix_is_one_round_trip(pg_url, monk
     reader.search("ops", "meeting", 3)
     reader.search("ops", "meeting", 3, as_of=when)
 
-    trips = []
-    for name in ("plain", "with_connection"):
-        real = getattr(pool, name)
-        monkeypatch.setattr(pool, name, lambda *a, _real=real, _name=name: (trips.append(_name), _real(*a))[1])
+    trips = []  # every statement's round trip borrows a pooled connection here (``pool.plain`` through it too)
+    real = pool.with_connection
+    monkeypatch.setattr(pool, "with_connection", lambda *a: (trips.append(a[-1]), real(*a))[1])
     for w in WORDS[:4]:
         trips.clear()
         reader.search("ops", w, 5)
@@ -145,15 +144,32 @@ def test_a_postgres_search_from_the_cached_matrix_is_one_round_trip(pg_url, monk
     for w in WORDS[:4]:
         trips.clear()
         reader.search("ops", w, 5, as_of=when)
-        assert len(trips) == 2, trips  # the log and the guessed rows, then the hit that was not guessed
+        assert len(trips) == 1, trips  # the version; the hit that was not guessed is a row held too
+    monkeypatch.undo()
+    # the held rows rebuild the past as the database's log does: read again, and not used at all
+    del reader._rows_held["ops"]
+    assert _hits(reader, "ops", as_of=when) == expected and "ops" in reader._rows_held
+    monkeypatch.setattr(type(reader), "_held_rows", lambda *a: None)
+    assert _hits(reader, "ops", as_of=when) == expected
     monkeypatch.undo()
 
     _revise(writer, "ops", 5, "ops2-2")
     cached = reader._indexes["ops"]
     fresh = MemoryBank(url, HashEmbedder())
+    fresh._held_rows = lambda team: None  # the database's log, as the reference
     for kw in ({}, {"valid_only": True}, {"as_of": when}, {"as_of": T0 + timedelta(hours=5, minutes=30)}):
         assert _hits(reader, "ops", **kw) == _hits(fresh, "ops", **kw), kw
     assert reader._indexes["ops"] is cached and cached.version == fresh._indexes["ops"].version
+    # the reader's own group and revision: its held rows are brought up, not read again whole
+    held = reader._rows_held["ops"]
+    reader.apply_group(_group("ops", 6))
+    _revise(reader, "ops", 7, "ops6-1")
+    fresh.close()
+    fresh = MemoryBank(url, HashEmbedder())
+    fresh._held_rows = lambda team: None
+    for kw in ({"as_of": T0 + timedelta(hours=6, minutes=30)}, {"as_of": T0 + timedelta(hours=7, minutes=30)}):
+        assert _hits(reader, "ops", **kw) == _hits(fresh, "ops", **kw), kw
+    assert reader._rows_held["ops"] is held and held.version == reader._indexes["ops"].version
     for b in (reader, writer, fresh):
         b.close()
 

@@ -32,6 +32,7 @@ def forget_team(bank: MemoryBank, team: str) -> int:
             db.execute("INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE "
                        "SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)", (FORGOTTEN + team,))
         bank._indexes.pop(team, None)
+        bank._rows_held.pop(team, None)
     return n
 
 

@@ -82,10 +82,9 @@ WHERE m.team = :team AND {time} <= :as_of"""
 # as-of read. Today's text that is the original behind outdated labels (``collab.data.unmarked``: the judge's
 # revisions) keeps the original's vector as its own, so it is not sent either; where this test and ``unmarked``
 # differ, the search drops a vector it was sent, or embeds the original again.
-ORIGINAL_VECTOR_THEN = ("CASE WHEN COALESCE(d.after, m.original) = m.original AND m.maintained <> m.original "
-                        "AND NOT (m.maintained LIKE '[Outdated since %' AND substr(m.maintained, "
-                        "length(m.maintained) - length(m.original) - 1) = '] ' || m.original) "
-                        "THEN m.original_embedding END")
+REWORDED = ("m.maintained <> m.original AND NOT (m.maintained LIKE '[Outdated since %' AND substr(m.maintained, "
+            "length(m.maintained) - length(m.original) - 1) = '] ' || m.original)")  # today's text says another thing
+ORIGINAL_VECTOR_THEN = f"CASE WHEN COALESCE(d.after, m.original) = m.original AND {REWORDED} THEN m.original_embedding END"
 # The memories written by :as_of and decided on after it, as they stood then (AS_OF_SQL's columns, then today's
 # text and ORIGINAL_VECTOR_THEN); PostgreSQL has its own (``pg_schema``).
 CHANGED_SINCE_SQL = AS_OF_SQL.format(time="{time}", extra=", m.maintained, " + ORIGINAL_VECTOR_THEN) + \

@@ -15,12 +15,13 @@ import numpy as np
 
 from memgraft.collab.bank.errors import BankError
 from memgraft.collab.bank.index import Overlay, rank, with_vec
-from memgraft.collab.bank.schema import iso, to_us
+from memgraft.collab.bank.schema import iso, row_to_memory, to_us
 from memgraft.collab.bank.vectors import BankVectors
 from memgraft.collab.data import unmarked
 from memgraft.collab.types import Memory, MemoryType, as_utc
 
 if TYPE_CHECKING:
+    from memgraft.collab.bank.team_rows import TeamRows
     from memgraft.collab.bank.transaction import GroupTransaction
 
 
@@ -40,6 +41,10 @@ class BankSearch(BankVectors):
 
     def as_of_reads(self, team: str, as_of: datetime, ids: Sequence[str]
                     ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
+        raise NotImplementedError  # MemoryBank reads them
+
+    def as_of_reads_held(self, held: TeamRows, as_of: datetime, ids: Sequence[str]
+                         ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
         raise NotImplementedError  # MemoryBank reads them
 
     def embeddings(self, team: str, memory_ids: Sequence[str]) -> np.ndarray:
@@ -103,9 +108,17 @@ class BankSearch(BankVectors):
     def _search_as_of(self, team: str, q: np.ndarray, k: int, as_of: datetime, valid_only: bool,
                       types: Sequence[MemoryType] | None) -> list[tuple[Memory, float]]:
         when, until_us = iso(as_of), to_us(as_of)
-        self._db.use_team(team)
-        with self._db.peek_version(team) as seen:  # read with the log (PostgreSQL): the cached matrix is checked free
-            then_now, live = self.as_of_reads(team, as_of, self._likely_hits(team, q, k, valid_only, types, until_us))
+        held = self._held_rows(team)
+        if held is not None:  # PostgreSQL, a cached team: the past rebuilt in-process, as SQLite's query does it
+            version: int | None = held.version
+            then_now, live = self.as_of_reads_held(held, as_of, self._likely_hits(team, q, k, valid_only, types,
+                                                                                  until_us))
+        else:
+            self._db.use_team(team)
+            with self._db.peek_version(team) as seen:  # read with the log (PostgreSQL): the matrix is checked free
+                then_now, live = self.as_of_reads(team, as_of, self._likely_hits(team, q, k, valid_only, types,
+                                                                                 until_us))
+            version = seen.version
         past, changed = [m for m, *_ in then_now], [m.memory_id for m, *_ in then_now]
         # what it said then = what it says today (a label added since: ``unmarked``): today's vector; else the
         # original's, stored (the updater revises a memory once); else (revised twice) embedded afresh
@@ -113,20 +126,23 @@ class BankSearch(BankVectors):
         originals = {m.memory_id: vec for m, _, vec in then_now if vec is not None and m.memory_id not in unchanged}
         fresh = [unmarked(m.maintained) for m, text, vec in then_now if m.memory_id not in unchanged and vec is None]
         fresh_vecs = dict(zip(fresh, self._embed_cached(fresh))) if fresh else {}
-        stored = self._stored(team, list(unchanged), seen.version)
+        stored = self._stored(team, list(unchanged), version)
         overlay: Overlay = {}
         for m in past:
             vec = stored[m.memory_id][0] if m.memory_id in unchanged else originals.get(m.memory_id)
             if vec is None:
                 vec = fresh_vecs[unmarked(m.maintained)]
             overlay[m.memory_id] = (vec, m.valid, m.type == "team", to_us(m.time))
-        idx = self._ranked_rows(team, q, k, valid_only, types, when, changed, seen.version)
+        idx = self._ranked_rows(team, q, k, valid_only, types, when, changed, version)
         hits = rank(idx, q, k, valid_only, types, until_us, overlay)
         # a hit's row then: the log's, where it was decided on since; else its live row, if read with the log and
         # not decided on after as_of (a guard: one snapshot holds both); else read as of then
         found = {m.memory_id: m for m in past} | {
             i: m for i, m in live.items() if i not in overlay and m.maintained_at <= as_of and m.time <= as_of}
         missing = [h[0] for h in hits if h[0] not in found]
+        if missing and held is not None:  # not decided on since as_of (else the log rebuilt it): its row then
+            found.update((r[0], row_to_memory(r)) for r in held.live(missing))
+            missing = [i for i in missing if i not in found]
         if missing:
             found.update((m.memory_id, m) for m in self.memories(team, as_of=as_of, ids=missing))
         return [(with_vec(found[i], v), s) for i, s, v in hits]

@@ -25,6 +25,7 @@ from memgraft.collab.bank.index import TeamIndex, want_team_of
 from memgraft.collab.bank.schema import (AS_OF_SQL, DECISION_COLUMNS, LIVE_COLUMNS, SCHEMA_VERSION, iso,
                                          parse_time, row_to_decision, row_to_memory)
 from memgraft.collab.bank.search import BankSearch
+from memgraft.collab.bank.team_rows import TeamRows
 from memgraft.collab.bank.transaction import GroupTransaction, belongs, new_rows, pending_after, revised_vectors
 from memgraft.collab.data import rewords
 from memgraft.collab.types import Decision, Memory, MemoryGroup, MemoryType, as_utc
@@ -51,6 +52,7 @@ class MemoryBank(BankSearch):
         self._lock = threading.RLock()  # one connection per bank: every use of it holds this lock
         self._tx: GroupTransaction | None = None
         self._indexes: dict[str, TeamIndex] = {}
+        self._rows_held: dict[str, TeamRows] = {}  # PostgreSQL: beside a cached matrix, for as-of search
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         try:
             self.embedder_name, self.dim = self._bind_embedder()
@@ -300,7 +302,16 @@ class MemoryBank(BankSearch):
             statements += [(f"SELECT {LIVE_COLUMNS} FROM memories m WHERE team = :team AND {cond}", {**args, **id_args})
                            for cond, id_args in db.id_filters("m.memory_id", list(ids))] if ids else []
             rows, *live = db.execute_all(statements)
-        current = {m.memory_id: m for part in live for m in map(row_to_memory, part)}
+        return self._then_and_now(rows, [r for part in live for r in part])
+
+    def as_of_reads_held(self, held: TeamRows, as_of: datetime, ids: Sequence[str]
+                         ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
+        """``as_of_reads`` from a team's rows and log held in-process (``team_rows``): no statement."""
+        return self._then_and_now(held.changed_since(iso(as_of)), held.live(ids))
+
+    def _then_and_now(self, rows: list[Any], live: Sequence[Any]
+                      ) -> tuple[list[tuple[Memory, str, np.ndarray | None]], dict[str, Memory]]:
+        current = {m.memory_id: m for m in map(row_to_memory, live)}
         rows.sort(key=lambda r: (r[7], r[12]))
         then = [row_to_memory(r) for r in rows]
         wanted = [i for i, (m, r) in enumerate(zip(then, rows))  # what the search uses (``_search_as_of``)
