@@ -233,7 +233,7 @@ def test_eval_collab_names_the_real_team_rows_by_source_variant_and_split():
     titles = [t for t, _ in rows]
     assert len(titles) == 2 * len(variants.VARIANTS) + 1
     assert titles[0].startswith("TimeQA val-dev, dense (one team of") and "SituatedQA dev-dev, two-teams" in titles[7]
-    assert titles[-1].startswith("team decisions (dev), 6 teams")
+    assert titles[-1].startswith("team decisions (dev), 7 teams")
     only = _collab_datasets(None, False, 8, 0, None, "val", 6, None, 30, variant="decisions", split="test")
     assert [t for t, _ in only] == [variants.title("decisions", "test", "dense", decisions.build("test"))]
     with pytest.raises(ValueError, match="unknown real-team rows"):
