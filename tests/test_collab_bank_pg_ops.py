@@ -206,7 +206,12 @@ def test_many_teams_share_one_pool_of_connections(pg_server, bank_settings):
     assert all(banks[t].stats(t)["groups"] == 1 for t in teams[::37])
     for b in banks.values():
         b.close()
-    assert _client_connections(url) == 0  # the last bank closed gives the pool's connections back
+    # the last bank closed gives the pool's connections back; a closed connection's server process (the watcher's
+    # last one too) leaves pg_stat_activity a moment after its client closed it: seen once on 2 busy CI cores
+    deadline = time.monotonic() + 5
+    while _client_connections(url) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _client_connections(url) == 0
 
 
 def test_a_stalled_writer_is_a_named_timeout_not_a_hang(pg_server, bank_settings):
