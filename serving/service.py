@@ -31,7 +31,7 @@ from memgraft.collab.bank import (BankError, BankTimeout, BankUnavailable, Embed
                                   StaleDecision, open_bank)
 from memgraft.collab.bank import pool as bank_pool
 from memgraft.collab.bank.backend import hide_password
-from memgraft.collab.maintain import cased
+from memgraft.collab.maintain import cased, kinds
 from memgraft.collab.types import Decision, MemoryGroup
 from memgraft.config import Settings
 from memgraft.graph.store import GraphStore
@@ -88,6 +88,7 @@ class Service:
             models.scorer_source = "the maintained state (hicomer.validity_scorer=state)"
         bank_pool.configure(settings.bank)  # a PostgreSQL bank's pool size and timeouts, for this process
         cased.warm()  # the updater's capitalisation prior, read before the first write rather than in it
+        kinds.warm()  # and its word tagger (``maintain/kinds.py``)
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[int, GraphStore]] = {}
         self._teams: dict[str, CollabMemory] = {}

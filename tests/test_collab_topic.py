@@ -317,6 +317,16 @@ def test_the_prior_can_be_read_ahead_in_the_background():
     assert cased._read.cache_info().currsize == 1 and cased.is_name("india")
 
 
+def test_the_tagger_can_be_loaded_ahead_in_the_background(monkeypatch):
+    """A service loads the word tagger at start-up too (``kinds.warm``): a write then finds it loaded, once."""
+    monkeypatch.setattr(kinds, "_NLP", [])
+    kinds.warm().join(timeout=120)
+    assert len(kinds._NLP) == 1
+    loaded = kinds._NLP[0]
+    kinds.warm().join(timeout=120)
+    assert kinds._NLP == [loaded] and "moons" in kinds.things("how many moons does the ringed planet have")
+
+
 def test_a_write_during_the_background_read_waits_for_it_and_the_file_is_parsed_once(monkeypatch):
     import gguf
 

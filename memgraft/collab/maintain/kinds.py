@@ -35,6 +35,20 @@ def _tagger() -> Any:
     return _NLP[0]
 
 
+def warm() -> threading.Thread:
+    """Load the tagger now, in the background: importing spaCy and loading the model costs a second or two once a
+    process, which a service pays at start-up this way rather than inside a write (a write that needs it
+    meanwhile waits on the lock)."""
+
+    def load() -> None:
+        with _LOCK:
+            _tagger()
+
+    thread = threading.Thread(target=load, name="memgraft-tagger", daemon=True)
+    thread.start()
+    return thread
+
+
 @lru_cache(maxsize=16384)
 def things(text: str) -> frozenset[str]:
     """The text's words (folded, as :func:`subject.fold` folds them) that the tagger reads as things somewhere in it.
