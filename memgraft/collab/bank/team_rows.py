@@ -7,8 +7,8 @@ whose matrix this process caches (``stored_index``), up to ``vectors.HELD_MAX_RO
 and log here too: read in one snapshot with the team's version when its matrix is first read, and brought up by
 what was written or decided on since when an as-of search finds them behind; the search then reads the version
 (one short statement) and rebuilds the past in memory, as SQLite's own query does from its file (at full size:
-0.59 ms p50 against SQLite's 0.60). Memory: the rows' texts, beside the team's vectors. The rows are those of ``schema.CHANGED_SINCE_SQL`` and
-``LIVE_COLUMNS``, so what the search does with them is the same on both paths.
+0.50 ms p50 against SQLite's 0.50). Memory: the rows' texts, beside the team's vectors. The rows are those of
+``schema.CHANGED_SINCE_SQL`` and ``LIVE_COLUMNS``, so what the search does with them is the same on both paths.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from memgraft.collab.bank.schema import LIVE_COLUMNS, REWORDED
-from memgraft.collab.bank.stored_index import FORGOTTEN
+from memgraft.collab.bank.stored_index import STATE
 
 if TYPE_CHECKING:
     from memgraft.collab.bank.backend import Backend
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 _LIVE = f"SELECT {LIVE_COLUMNS}, rowid FROM memories m WHERE team = :team"
 _LOG = "SELECT memory_id, decided_at, seq, after, valid_after, relation, action FROM decisions WHERE team = :team"
 _ORIGINALS = f"SELECT memory_id, original_embedding FROM memories m WHERE team = :team AND {REWORDED}"
-_VERSION = ("SELECT version, (SELECT COUNT(*) FROM memories WHERE team = :team), "
-            f"(SELECT value FROM meta WHERE key = '{FORGOTTEN}' || :team) FROM teams WHERE team = :team")
 _CHANGED = " AND (rowid > :rowid OR memory_id IN (SELECT memory_id FROM decisions WHERE team = :team AND seq > :seq))"
 
 
@@ -40,7 +38,7 @@ class TeamRows:
     log: dict[str, list[tuple]] = field(default_factory=dict)  # memory_id -> [(decided_at, seq, after, valid, rel, act)]
     originals: dict[str, Any] = field(default_factory=dict)
     read_to: tuple[int, int] = (0, 0)  # the last write position (rowid) and decision seq read
-    forgotten: str | None = None  # the team's forget count when read (``stored_index.FORGOTTEN``)
+    forgotten: str | None = None  # the team's forget count when read (``stored_index.STATE``'s last column)
 
     def changed_since(self, as_of: str) -> list[tuple]:
         """``CHANGED_SINCE_SQL``'s rows for ``as_of`` (ISO text): each memory written by then and decided on after,
@@ -84,11 +82,11 @@ class TeamRows:
 
 def load_rows(db: "Backend", team: str) -> TeamRows | None:
     """The team's rows, log and originals with its version, in one snapshot; None where the team is unknown."""
-    state, rows, log, originals = db.execute_all([(_VERSION, {"team": team}), (_LIVE, {"team": team}),
+    state, rows, log, originals = db.execute_all([(STATE, {"team": team}), (_LIVE, {"team": team}),
                                                   (_LOG, {"team": team}), (_ORIGINALS, {"team": team})])
     if not state:
         return None
-    held = TeamRows(int(state[0][0]), forgotten=state[0][2])
+    held = TeamRows(int(state[0][0]), forgotten=state[0][3])
     held.add(rows, log, originals)
     return held
 
@@ -98,10 +96,10 @@ def refresh_rows(db: "Backend", team: str, held: TeamRows) -> bool:
     cannot be done (the team is gone, or lost rows: a forget) and the caller reads it again whole."""
     rowid, seq = held.read_to
     args = {"team": team, "rowid": rowid, "seq": seq}
-    state, rows, log, originals = db.execute_all([(_VERSION, {"team": team}), (_LIVE + _CHANGED, args),
+    state, rows, log, originals = db.execute_all([(STATE, {"team": team}), (_LIVE + _CHANGED, args),
                                                   (_LOG + " AND seq > :seq", args),
                                                   (_ORIGINALS + _CHANGED, args)])
-    if not state or state[0][2] != held.forgotten:
+    if not state or state[0][3] != held.forgotten:
         return False
     held.add(rows, log, originals)
     held.version = int(state[0][0])
