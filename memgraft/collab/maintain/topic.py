@@ -122,8 +122,7 @@ def other_question(a: str, b: str) -> bool:
     qa, qb = _question(a), _question(b)
     if qa and qb and qa[0] and qb[0]:  # both ask: question against question, not the words around the other's
         return _apart(qa[0], qb[0])  # ("..., and that held" is no "been held")
-    miss_a = [w for w in (qa[0] if qa else ()) if not subject.among(w, _with_parts(b))]
-    miss_b = [w for w in (qb[0] if qb else ()) if not subject.among(w, _with_parts(a))]
+    miss_a, miss_b = _missing(qa, b), _missing(qb, a)
     # one asks: a statement with a "?" ("To present, usl league one has been home for richmond kickers?") is none
     return (len(miss_a) >= 2 and qa[1]) or (len(miss_b) >= 2 and qb[1])
 
@@ -150,11 +149,16 @@ def asked_otherwise(a: str, b: str) -> bool:
     if qa and qb and qa[0] and qb[0]:
         return _lacks(qa[0], qb[0]) or _lacks(qb[0], qa[0])
     for q, text, other in ((qa, a, b), (qb, b, a)):
-        if q is not None and q[1]:
-            missing = [w for w in q[0] if not subject.among(w, _with_parts(other))]
-            if missing and any(w in kinds.things(text) for w in missing):
-                return True
+        missing = _missing(q, other) if q is not None and q[1] else []
+        if missing and not kinds.things(text).isdisjoint(missing):  # the tagger only where a word is missing
+            return True
     return False
+
+
+def _missing(question: tuple[frozenset[str], bool] | None, other: str) -> list[str]:
+    """The words of a text's question (:func:`_question`) that ``other`` lacks (a typo, a plural or a hyphen's parts
+    allowed)."""
+    return [w for w in (question[0] if question else ()) if not subject.among(w, _with_parts(other))]
 
 
 def other_question_on_topic(a: str, b: str) -> bool:
