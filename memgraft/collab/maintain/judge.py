@@ -310,8 +310,9 @@ class JudgePolicy:
 
     def _other_topic(self, target: Target, a: str, b: str) -> bool:
         """The two answer two lower-case questions (:func:`~memgraft.collab.maintain.topic.other_question` and
-        :func:`~memgraft.collab.maintain.topic.asked_otherwise`, read from the pair alone), or neither names a subject and the team's words say two topics
-        (:func:`~memgraft.collab.maintain.topic.other_topic`): "most points in a nba game" is not "most assists".
+        :func:`~memgraft.collab.maintain.topic.asked_otherwise`, read from the pair alone), or neither names a
+        subject and the team's words say two topics (:func:`~memgraft.collab.maintain.topic.other_topic`): "most
+        points in a nba game" is not "most assists".
         Also where ``b`` states a change: "Starting in 2020, the records give ..." dates a record on its own
         question. ``topic_from`` 0 reads neither."""
         if not self.topic_from:

@@ -4,8 +4,8 @@ Why: a lower-case question that holds a word another text lacks asks about somet
 thing ("the bucks won a playoff series" is not "toronto"'s; "how many episodes" is not "the next episode"), and
 not when it is a verb or a question word that the other text puts otherwise ("where was steven ozment going to
 school" and "the school of Steven Ozment"). The tagger reads that from the sentence, in any wording; it ships in
-its PyPI package (DESIGN.md), loads in about 0.2 s, once per process, and tags a memory in about 2 ms, read only
-for the pairs a rule asks about.
+its PyPI package (DESIGN.md), loads in about 3 s once per process (importing spaCy most of it; a service does it
+at start-up, :func:`warm`), and tags a memory in about 2 ms, read only for the pairs a rule asks about.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _tagger() -> Any:
 
 
 def warm() -> threading.Thread:
-    """Load the tagger now, in the background: importing spaCy and loading the model costs a second or two once a
+    """Load the tagger now, in the background: importing spaCy and loading the model costs about 3 s once a
     process, which a service pays at start-up this way rather than inside a write (a write that needs it
     meanwhile waits on the lock)."""
 
