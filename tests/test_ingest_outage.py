@@ -118,6 +118,26 @@ def test_a_server_that_stays_away_stops_with_one_line_naming_the_bank():
     assert "8 retries over 9.1s" in text
 
 
+def _hold_the_third_group(url: str) -> None:
+    """Make the bank's first try at its third group wait 20 s inside its transaction, so the restart surely lands
+    mid-run: a 12-group ingest once finished before a watcher polling every 0.1 s saw 2 groups in. The count is a
+    sequence because ``nextval`` is not rolled back, so the retried group does not wait again."""
+    import psycopg
+
+    with open_bank(url):  # the bank's tables
+        pass
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("""
+            CREATE SEQUENCE test_groups_tried;
+            CREATE FUNCTION test_hold_third() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF nextval('test_groups_tried') = 3 THEN PERFORM pg_sleep(20); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER test_hold_third AFTER INSERT ON groups FOR EACH ROW EXECUTE FUNCTION test_hold_third();
+        """)
+
+
 @pytest.mark.slow
 def test_the_ray_pipeline_rides_out_a_restart(ray_local, settings, pg_server, tmp_path):
     """``ingest_memories.py`` on a PostgreSQL bank, the server restarted once a few groups are in: no team
@@ -132,19 +152,17 @@ def test_the_ray_pipeline_rides_out_a_restart(ray_local, settings, pg_server, tm
     clean, url = pg_server.database(), pg_server.database()
     with open_bank(clean, MemoEmbedder(load_embedder(s))) as bank:
         ingest_stream(Updater(bank, RulesPolicy(), s.hicomer), read_stream(path))
+    _hold_the_third_group(url)
     restarted = threading.Event()
 
     def restart_once_some_are_in() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            try:
-                with open_bank(url) as bank:
-                    if sum(bank.stats(t)["groups"] for t in bank.teams()) >= 2:
-                        break
-            except Exception:  # noqa: BLE001 - the schema is not there yet
-                pass
+            with open_bank(url) as bank:
+                if sum(bank.stats(t)["groups"] for t in bank.teams()) >= 2:
+                    break
             time.sleep(0.1)
-        pg_server.pause()
+        pg_server.pause()  # the third group's transaction is open (held by the trigger): the stop ends it
         time.sleep(1.0)
         pg_server.resume()
         restarted.set()
