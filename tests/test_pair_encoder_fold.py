@@ -17,13 +17,12 @@ B = ["Log: today's build used Liquibase as the database migration tool.", "The l
 def _unfolded(model, a, b) -> np.ndarray:
     """The probabilities through the adapters themselves (the training path's encoder), dropout off."""
     with torch.no_grad():
-        batch = model.tokenizer(a + b, b + a, truncation=True, max_length=model.config.max_length, padding=True,
+        batch = model.tokenizer(a, b, truncation=True, max_length=model.config.max_length, padding=True,
                                 return_tensors="pt")
         model.encoder.eval()
         hidden = model.encoder(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        p = torch.softmax(model.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)), -1).numpy()
-    return (p[:len(a)] + p[len(a):]) / 2
+        return torch.softmax(model.head((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)), -1).numpy()
 
 
 def test_folded_inference_matches_the_adapters_and_follows_their_changes():
