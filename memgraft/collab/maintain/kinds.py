@@ -24,14 +24,15 @@ MAX_CHARS = 1000  # a question sits in a memory's opening sentences; a long text
 
 
 def _tagger() -> Any:
-    """The bundled spaCy model's tagger alone (no parser or entities); the caller holds ``_LOCK``."""
+    """The bundled spaCy model's tagger and parser (no entities); the caller holds ``_LOCK``. :func:`things`
+    runs the tagger alone, :func:`parse` the parser too (:mod:`memgraft.collab.maintain.described`)."""
     if not _NLP:
         import spacy
 
         from memgraft.models.registry import resolve
 
         model = ModelSettings.model_fields["spacy_model"].default
-        _NLP.append(spacy.load(resolve(model), exclude=["parser", "ner", "lemmatizer", "senter"]))
+        _NLP.append(spacy.load(resolve(model), exclude=["ner", "lemmatizer", "senter"]))
     return _NLP[0]
 
 
@@ -54,5 +55,12 @@ def things(text: str) -> frozenset[str]:
     """The text's words (folded, as :func:`subject.fold` folds them) that the tagger reads as things somewhere in it.
     Loaded and tagged under one lock: two writes never race the import, nor share the pipeline at once."""
     with _LOCK:
-        doc = _tagger()(text[:MAX_CHARS])
+        doc = _tagger()(text[:MAX_CHARS], disable=["parser"])
     return frozenset(subject.fold(t.text) for t in doc if t.pos_ in THINGS)
+
+
+@lru_cache(maxsize=4096)
+def parse(text: str) -> Any:
+    """The text tagged and parsed (a spaCy ``Doc``), under the same lock; a few ms a memory."""
+    with _LOCK:
+        return _tagger()(text[:MAX_CHARS])

@@ -38,7 +38,7 @@ import numpy as np
 
 from memgraft.collab.bank import BankError, GroupAlreadyApplied, MemoryBank, StaleDecision
 from memgraft.collab.data import rewords
-from memgraft.collab.maintain import carry, subject, topic
+from memgraft.collab.maintain import carry, described, subject, topic
 from memgraft.collab.maintain.judgement import Judgement, Target, UpdatePolicy, may_revise, normalise
 from memgraft.collab.types import Action, Decision, Memory, MemoryGroup, Relation
 from memgraft.config import HiCoMERSettings
@@ -165,12 +165,14 @@ class Updater:
         for t, j in zip(inter, inter_j):
             o = carry.carried(t.memory, found) if j.action is Action.keep and t.memory.valid else None
             if o is not None and self.settings.judge_subject_first and (
-                    subject.another_subject(t.memory.maintained, o.by.maintained)
+                    (subject.another_subject(t.memory.maintained, o.by.maintained)
+                     and not described.described(t.memory.maintained))
                     or topic.other_question_on_topic(t.memory.maintained, o.by.maintained)
                     or topic.asked_apart(t.memory.maintained, o.by.maintained)):
                 o = None  # the value is another subject's or question's too: "San Francisco" is not only Holtzman's,
                 # "Brazil" answers who has won the most world cups as well as where the previous world cup was held,
-                # "Michael Phelps" who carried the flag as well as who holds the most medals
+                # "Michael Phelps" who carried the flag as well as who holds the most medals; a memory that names
+                # its subject by describing it ("the institute founded by Hans Elsässer") is not another subject's
             if o is not None and may_revise(t.memory, o.by):
                 j = normalise(t, Relation.contradiction, Action.revise, "",
                               f"states {' '.join(o.value)!r}, which {o.note.memory_id} stated and "
