@@ -102,12 +102,14 @@ STREAM = [
 
 @pytest.mark.parametrize("carry", [True, False, None], ids=["carry, subject first off", "carry off", "default"])
 def test_an_earlier_wording_of_an_overruled_value_is_superseded_by_the_same_record(tmp_path, settings, embedder, carry):
-    """With subject first (the default) the value is not carried: the 1991 record names Heidelberg and Germany, the
-    overruling record Hans Elsässer, and a value carried onto a memory that names other subjects is what retired
-    current memories on dense teams ("San Francisco" from a note on Holtzman onto a brewery's record). The cost:
-    this paraphrase, which only the note links, stays valid."""
+    """The 1991 record names Heidelberg and Germany, the overruling record Hans Elsässer: the subject reader reads two
+    subjects, and a value carried onto a memory that names another subject is what retired current memories on
+    dense teams ("San Francisco" from a note on Holtzman onto a brewery's record). But the 1991 record names its
+    subject only by describing it ("the research institute located in Heidelberg"), so with subject first (the
+    default) the value is carried still (:mod:`memgraft.collab.maintain.described`)."""
     h = settings.hicomer
     update = {None: {}, True: {"judge_subject_first": False}, False: {"carry_overruled": False}}[carry]
+    carry = carry is not False
     s = settings.model_copy(update={"hicomer": h.model_copy(update=update)})
     memory = CollabMemory.open(tmp_path / "bank.sqlite", s, embedder=embedder)
     try:
@@ -126,6 +128,24 @@ def test_an_earlier_wording_of_an_overruled_value_is_superseded_by_the_same_reco
         assert hits[0].memory.memory_id == "rix"
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize("text, described", [
+    ("Record from 1991: The man in charge of the research institute located in Heidelberg, Germany was Steven "
+     "Beckwith.", True),
+    ("Q: What did they call the college with principals that included Frank Coburn and Clarence Weed? A: Lowell "
+     "Normal School", True),
+    ("Regarding the institute founded by Hans Elsässer in 1969, what person managed it? Hans-Walter Rix.", True),
+    ("the headquarters location of Rainier Brewing Company is San Francisco", False),  # its own name: the owner
+    ("Record from 1990: the owner of Rock Crystal (Fabergé egg) is Malcolm Forbes.", False),
+    ("the head coach at Calcio Catania is Rolando Maran", False),
+    ("The position held by Georges Pompidou is Prime Minister of France.", False),  # the attribute, not a thing
+    ("the owner of the Czech nationwide bank founded in 1991 is BAWAG", False),  # no name: nothing to tell
+])
+def test_a_subject_named_only_by_a_description(text, described):
+    from memgraft.collab.maintain.described import described as reads_described
+
+    assert reads_described(text) is described
 
 
 def test_a_value_is_not_carried_onto_another_question(tmp_path, settings, embedder):

@@ -82,6 +82,17 @@ def test_a_record_stating_the_same_value_agrees_however_it_is_worded(default, ol
     assert judge(default, mem("old", "individual", old), mem("new", "team", new, years=1)).action is Action.keep
 
 
+def test_an_acronym_names_the_subject_it_abbreviates():
+    """"the MPIA" is the Max Planck Institute for Astronomy (a held-out stream abbreviates subjects); initials that
+    spell another word, or a run of words that are not its initials, name another subject."""
+    mpia = "The answer to 'which person was the managing director of the MPIA' changed in 2001 to Thomas Henning."
+    assert subject.same_subject("the director of Max Planck Institute for Astronomy: Hans-Walter Rix", mpia)
+    assert subject.same_subject("Record: the rector of MIT is L. Rafael Reif.",
+                                "the rector of the Massachusetts Institute of Technology is Susan Hockfield")
+    assert subject.same_subject("the director of the Max Planck Institute for Physics is Hans Ritter", mpia) is False
+    assert not subject.spells(("usa",), "the United Kingdom of Great Britain")
+
+
 @pytest.mark.parametrize("a,b", [("ivan", "ivana"), ("june", "july"), ("paul", "paula"), ("mark", "marc"),
                                  ("march", "may"), ("august", "augusta")])
 def test_a_slip_is_one_letter_inside_a_short_word_not_another_name(a, b):

@@ -34,7 +34,14 @@ def described(text: str) -> bool:
     first = reading.value[0].split("-")[0] if reading.value else None
     end = max((i for i, t in enumerate(tokens) if subject.fold(t.text) == first), default=len(tokens))
     found = [t for t in tokens[:end] if subject.fold(t.text) in words]
-    return bool(found) and all(_in_description(t) for t in found)
+    return bool(found) and all(_in_description(t) or _after_described(t, tokens) for t in found)
+
+
+def _after_described(token: Any, tokens: list) -> bool:
+    """A name right after a described name and a comma goes with it ("located in Heidelberg, Germany was ...":
+    the parser may take "Germany" for the sentence's subject)."""
+    i = token.i
+    return i >= 2 and tokens[i - 1].text == "," and tokens[i - 2].pos_ == "PROPN" and _in_description(tokens[i - 2])
 
 
 def _in_description(token: Any) -> bool:

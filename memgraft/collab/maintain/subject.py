@@ -243,6 +243,30 @@ def names_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
         and any(any(near(w, v) for v in long_) for w in alpha)
 
 
+_WORD = re.compile(r"[^\W\d_][\w'’.-]*")
+
+
+def spells(run: tuple[str, ...], text: str) -> bool:
+    """A one-word name run of three letters or more is the initials of capitalised words in ``text``, in a row,
+    its small words skipped: "MPIA" is spelled by "Max Planck Institute for Astronomy", "MIT" by "Massachusetts
+    Institute of Technology"."""
+    if len(run) != 1 or len(run[0]) < 3 or not run[0].isalpha():
+        return False
+    acr, words = run[0], _WORD.findall(text)
+    for start, first in enumerate(words):
+        if not first[0].isupper() or fold(first)[0] != acr[0]:
+            continue
+        k = 0
+        for w in words[start:]:
+            if w[0].isupper() and fold(w)[0] == acr[k]:
+                k += 1
+                if k == len(acr):
+                    return True
+            elif not (w.islower() and w in rules.STOP_WORDS):
+                break
+    return False
+
+
 def _initial(x: str, y: str) -> bool:
     """One of the two is the other's initial ("g" for "guy")."""
     short, long_ = (x, y) if len(x) <= len(y) else (y, x)
@@ -256,6 +280,8 @@ def same_subject(a: str, b: str) -> bool | None:
     ra, rb = read(a), read(b)
     if any(names_match(x, y) for x in ra.names + ra.replaced for y in rb.names + rb.replaced):
         return True  # what one says is replaced is what the other is about: "Airflow is out" / "... to Airflow"
+    if any(spells(x, b) for x in ra.subject) or any(spells(y, a) for y in rb.subject):
+        return True  # "the MPIA" and "Max Planck Institute for Astronomy"
     if not ra.subject or not rb.subject:
         return None
     return False
