@@ -88,12 +88,13 @@ def judge(policy, target, ref, words):
     return j
 
 
-def test_a_record_on_another_question_keeps_the_current_memory(default, without_topics):
+def test_a_record_on_another_question_keeps_the_current_memory(default):
     words = team_words([POINTS, *NBA])
     old, new = mem("points", "individual", POINTS), mem("assists", "team", ASSISTS, years=2)
-    assert judge(without_topics, old, new, words).action is Action.revise  # what the judge alone reads
-    j = judge(default, old, new, words)
-    assert j.action is Action.keep and "another subject" in j.reason
+    # the rule reads two questions; the judge alone read the pair as a conflict while its encoder read both
+    # orders, and since it reads one (issue 32) it no longer does, so the product's keep is what is asserted
+    assert topic.other_question(POINTS, ASSISTS) or topic.asked_otherwise(POINTS, ASSISTS)
+    assert judge(default, old, new, words).action is Action.keep
 
 
 def test_the_same_question_in_another_wording_is_still_superseded(default):
@@ -189,13 +190,14 @@ def test_two_questions_are_two_topics_in_a_team_of_any_size():
     assert not topic.other_question(POINTS, "Record from 2030: the most points in a nba game is Bol Manute.")
 
 
-def test_a_record_on_another_question_keeps_the_current_memory_before_the_team_is_counted(default, without_topics):
+def test_a_record_on_another_question_keeps_the_current_memory_before_the_team_is_counted(default):
     """The team's first memories: too few to count words (``judge_topic_from``), the questions still tell."""
     words = topic.TeamWords()  # an empty team: other_topic reads nothing
     old, new = mem("points", "individual", POINTS), mem("assists", "team", ASSISTS, years=2)
-    assert judge(without_topics, old, new, words).action is Action.revise  # what the judge alone reads
-    j = judge(default, old, new, words)
-    assert j.action is Action.keep and "another subject" in j.reason
+    # the rule reads two questions; the judge alone read the pair as a conflict while its encoder read both
+    # orders, and since it reads one (issue 32) it no longer does, so the product's keep is what is asserted
+    assert topic.other_question(POINTS, ASSISTS) or topic.asked_otherwise(POINTS, ASSISTS)
+    assert judge(default, old, new, words).action is Action.keep
     again = mem("new", "team", "Log: Who has scored the most points in a nba game? — Bol Manute", years=2)
     assert judge(default, old, again, words).action is Action.revise
 
@@ -437,3 +439,12 @@ def test_a_record_on_a_narrower_or_wider_question_keeps_the_current_memory(defau
     same = mem("same", "team", old_text.replace("2014", "2020").replace("1966", "2020").replace("2017", "2020"),
                years=6)
     assert judge(default, old, same, words).action is Action.revise
+
+
+def test_a_lower_case_word_inside_a_name_is_not_a_topic_word():
+    """"Vijay kumar Choudhary": "kumar" names the minister, it is not what the record is about; read as a topic word
+    (rare in the team, as a name's part is) it made the record's topic look unlike its own group's stale note."""
+    words = topic.topic_words("Vijay kumar Choudhary took over the education minister of bihar in 2020.")
+    assert "kumar" not in words and {"education", "minister", "bihar"} <= words
+    assert "and" not in topic.topic_words("Paris and London")  # a small word between two names stays out too
+    assert "meets" in topic.topic_words("the Tuesday group meets Thursday")  # one-word verb between names: kept

@@ -44,8 +44,11 @@ MAX_WORDS = 48  # a text with more topic words than this is not a one-topic note
 @lru_cache(maxsize=65536)
 def topic_words(text: str) -> frozenset[str]:
     """The text's lower-case content words, folded: capitalised words are names and values, which
-    :mod:`subject` reads; digits are values and times."""
-    return _content_words(t for t in _WORD.findall(rules.strip_label(text[: rules.READ_CHARS])) if not t[0].isupper())
+    :mod:`subject` reads, and so is a lower-case word between two of them ("Vijay kumar Choudhary", "Abraj al
+    Bait"); digits are values and times."""
+    toks = _WORD.findall(rules.strip_label(text[: rules.READ_CHARS]))
+    return _content_words(t for i, t in enumerate(toks) if not t[0].isupper() and not (
+        0 < i < len(toks) - 1 and toks[i - 1][0].isupper() and toks[i + 1][0].isupper()))
 
 
 def _content_words(toks: Iterable[str]) -> frozenset[str]:
