@@ -427,3 +427,11 @@ def test_a_word_capitalised_only_to_open_a_sentence_is_no_name(old, new, same):
     common word opening a name ("Bill Gates"), stays a name."""
     assert restated.names_again(old, new) is same
     assert "bill" in marks.name_marks(old, new)[0] or same
+
+
+def test_a_negated_change_names_no_replaced_value():
+    """"hasn't moved off X" says X still holds: X is the note's value, not a value it says is replaced."""
+    still = subject.read("the most expensive skyscraper in the world hasn't moved off Marina Bay Sands afaik")
+    assert not still.replaced and still.value[:3] == ("marina", "bay", "sands")
+    assert subject.read("We moved off Marina Bay Sands for the offsite.").replaced == (("marina", "bay", "sands"),)
+    assert not subject.read("We never dropped Airflow for the nightly jobs.").replaced

@@ -53,8 +53,8 @@ _MONTHS = frozenset("january february march april may june july august september
 # words a capital opens a sentence with that are not names ("Which", "Record", "Tell")
 _NOT_NAMES = rules.STOP_WORDS | frozenset(
     "record note log confirmed checked observation q a name tell give list find identify will please".split())
-_REPLACED = re.compile(
-    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing)(?!\s+(?:by|with)\b)|no\s+longer(?!\s+(?:supported|used|needed|allowed|in\s+use)\b)(?:\s+(?:use|uses|using|on|at|in))?|"
+_REPLACED = re.compile(  # not where a negation says the old value holds ("hasn't moved off X", "never dropped X")
+    r"(?<!n't )(?<!n’t )(?<!not )(?<!never )\b(?:instead\s+of|rather\s+than|in\s+place\s+of|replac(?:es|ed|ing)(?!\s+(?:by|with)\b)|no\s+longer(?!\s+(?:supported|used|needed|allowed|in\s+use)\b)(?:\s+(?:use|uses|using|on|at|in))?|"
     r"no\s+more|stopp?(?:ed|ing)?\s+(?:using|ordering|running|doing)?|dropp?(?:ed|ing)?|retir(?:ed|ing)|"
     r"ditch(?:ed|ing)?|scrapp?(?:ed|ing)?|phas(?:ed|ing)\s+out|swapp?(?:ed|ing)?(?:\s+out)?|moved?\s+(?:away\s+from|off)|"
     r"(?<!\w)from(?=\s+\S+(?:\s+\S+){0,4}\s+to\b))\s+(?P<old>[^.;,!?]{1,80}?)(?=\s+(?:to|with|for|in|on|at|from|"
