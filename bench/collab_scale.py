@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -358,7 +359,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "bank on the same location wrote a group to the team (a stale cached matrix)")
     parser.add_argument("--ef-sweep", default="", help="PostgreSQL: also search the big team at each of these "
                         "hnsw.ef_search values (comma-separated), printing recall and latency")
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="keep the banks and the JSON here (default: a temp "
+                        "folder whose banks, gigabytes at full size, are deleted after the run; the JSON stays)")
     args = parser.parse_args(argv)
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.ef_sweep = [int(x) for x in args.ef_sweep.split(",") if x.strip()]
@@ -374,6 +376,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print_tables(result)
     (out / "bench_collab_scale.json").write_text(json.dumps(result, indent=2, default=str))
     print(f"figures written to {out / 'bench_collab_scale.json'}")
+    if args.out is None:  # nobody asked to keep the banks: runs at full size left 4 GB each in /tmp
+        for path in out.iterdir():
+            if path.name != "bench_collab_scale.json":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
     return result
 
 

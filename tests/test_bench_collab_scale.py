@@ -36,3 +36,21 @@ def test_the_scale_bench_on_clustered_vectors_finds_the_exact_top_k_through_a_te
     assert result["build"]["postgresql"]["index_s"] > 0  # the big team got its own index
     assert result["recall"]["postgresql"]["big"] >= 0.98 and result["recall"]["sqlite"]["big"] == 1.0
     assert result["ef_sweep"]["40"]["recall"] >= 0.98
+
+
+def test_without_out_the_scale_bench_keeps_only_its_figures(capsys):
+    """Without ``--out`` the banks go once the figures are written: full-size runs left 4 GB each in /tmp."""
+    from pathlib import Path
+
+    from bench.collab_scale import main
+
+    main(["--teams", "2", "--memories", "200", "--big-team", "100", "--queries", "2", "--as-of-queries", "1",
+          "--ingest-groups", "1", "--ingest-teams", "1", "--vectors", "random", "--shared-buffers", "256MB"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("figures written to "))
+    figures = Path(line.removeprefix("figures written to "))
+    try:
+        assert [p.name for p in figures.parent.iterdir()] == ["bench_collab_scale.json"]
+        assert json.loads(figures.read_text())["args"]["teams"] == 2
+    finally:
+        figures.unlink()
+        figures.parent.rmdir()
