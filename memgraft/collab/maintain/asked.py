@@ -17,11 +17,19 @@ ASKING = frozenset("who whom whose what which when where why how who's what's wh
 # word touches from outside, to the next such quote ("who's" inside it is a word's apostrophe)
 QUOTED = re.compile(r"(?<!\w)['‘\"“]((?:[^'‘’\"“”]|(?<=\w)['’](?=\w)){8,200}?)['’\"”](?!\w)")
 # a question asked inside a sentence without marks ("If anyone asks who did the celtics draft this year, the
-# answer ..."): the verb "ask" and a question word, to the clause's end
-_ASKING_CLAUSE = r"\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})"
+# answer ..."): the verb "ask" and a question word, to the clause's end; or, after "if anyone asks" (you, someone),
+# a lower-case clause that is no person asked ("If anyone asks the most liked youtube video in the world, ...")
+_ASKING_CLAUSE = (r"(?:\bask(?:s|ed|ing)?\s+((?:who|whom|whose|what|which|when|where|why|how)\b[^.!:;?,\"“”«»—–()]{8,200})|"
+                  r"\b(?:if|when)\s+(?:you|anyone|anybody|someone|somebody|people|one)\s+asks?\s+"
+                  r"((?!(?:me|us|him|her|them|you|about|for|if|whether|around)\b)(?-i:[a-z])[^.!:;?,\"“”«»—–()]{8,200}))")
 ASKED = re.compile(_ASKING_CLAUSE, re.IGNORECASE)
 # the whole clause that asks it, from the clause's start: what :func:`without_questions` cuts
 _ASKED_CLAUSE = re.compile(r"(?:^|(?<=[,;]))[^,.;:!?\"“”]*?" + _ASKING_CLAUSE, re.IGNORECASE)
+
+
+def asked_questions(text: str) -> list[str]:
+    """The questions asked inside the text's sentences without marks (:data:`ASKED`)."""
+    return [m.group(1) or m.group(2) for m in ASKED.finditer(text)]
 
 
 def opens(question: str) -> bool:
@@ -31,7 +39,10 @@ def opens(question: str) -> bool:
 
 
 def _is_question(quoted: str) -> bool:
-    return len(quoted.split()) >= 3 and opens(quoted)
+    """Three words or more that open as a question does, or that are all lower case: a team quotes what it is
+    asked in the asker's words ("'dragon ball super how many episodes are there'", "'the most expensive
+    skyscraper in the world'"); a quoted title or name is capitalised."""
+    return len(quoted.split()) >= 3 and (opens(quoted) or (quoted[:1].islower() and names_none(quoted)))
 
 
 def quoted_questions(text: str) -> list[str]:

@@ -85,7 +85,7 @@ def _question(text: str) -> tuple[frozenset[str], bool] | None:
     asked = [(words, asked_.opens(q)) for q in map(_from_asking, _QUESTION.findall(body))
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
     quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
-    embedded = [(words, True) for q in asked_.ASKED.findall(body) if len(words := _question_words(q)) >= 2]
+    embedded = [(words, True) for q in asked_.asked_questions(body) if len(words := _question_words(q)) >= 2]
     # a quoted question is marked as one: "quick one: '...' — 40, right?"; a key is read only where nothing else asks
     found = quoted or asked or embedded or _keyed(body)
     return found[-1] if found else None

@@ -1,0 +1,64 @@
+"""What a memory is asked (memgraft.collab.maintain.asked): a question in the asker's own words, quoted or after
+"if anyone asks", is what the memory is about and no part of its value. Cases from a SituatedQA team in one bank
+(the judge's training part), where questions often open with no question word."""
+
+from __future__ import annotations
+
+import pytest
+
+from memgraft.collab.maintain import asked, subject, topic
+from memgraft.collab.maintain.judgement import Target
+from memgraft.collab.maintain.policies import make_policy
+from memgraft.collab.types import Action, Relation
+from tests.collab_bank_helpers import mem
+
+
+@pytest.fixture(scope="module")
+def default(settings, embedder):
+    return make_policy(settings, embedder=embedder)
+
+
+def judge(policy, target, ref):
+    [j] = policy.judge([Target("inter", target, (ref,), ref.time)])
+    return j
+
+
+def test_a_question_asked_without_a_question_word_is_read_and_cut_from_the_value():
+    record = "Starting in 1997: 576, if you ask highest partnership in t20 cricket for any wicket."
+    assert asked.asked_questions(record) == ["highest partnership in t20 cricket for any wicket"]
+    assert subject.read(record).value == ("576",)
+    assert topic.question_words("If anyone asks the most liked youtube video in the world, the answer from 2017 on "
+                                "reads Despacito.") == {"most", "liked", "youtube", "video", "world"}
+    # quoted in lower case, three words or more: what is asked; a quoted title is capitalised
+    assert asked.quoted_questions("can confirm 3,041 on 'most points michael jordan scored in a season'")
+    assert not asked.quoted_questions('yep, "Find Me" for the latest episode, saw it myself')
+    # a person asked, or a topic asked about, is no question
+    for text in ("If you ask me, deploys are fine on Fridays.", "If anyone asks about the outage, point them to the "
+                 "status page.", "If anyone asks Bob about it, say no."):
+        assert asked.asked_questions(text) == [], text
+
+
+def test_one_question_in_two_wordings_with_two_numbers_supersedes(default):
+    """"130" put first was read as the record's subject, and "131" as another subject's: the older count stayed
+    valid beside the newer, and as-of questions between the two got the older."""
+    old = mem("old", "team", "Starting in March 2018: 130, if you ask dragon ball super how many episodes are there.")
+    new = mem("new", "team", "131 answers 'dragon ball super how many episodes are there' from March 2018 onward.",
+              years=1)
+    assert topic.same_question(old.original, new.original)
+    assert not subject.another_subject(old.original, new.original)
+    j = judge(default, old, new)
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
+@pytest.mark.parametrize("current,other", [
+    ("Starting in March 1961: Wilt Chamberlain, if you ask who has the most points in an nba game.",
+     "If anyone asks the most points scored in a nba game by player, the answer from December 1961 on reads 78."),
+    ("In March 1962 we started answering 'the most points scored in a nba game by player' with 100, and that held.",
+     "Starting in 2019: James Harden, if you ask who has the most points scored in nba."),
+])
+def test_a_record_on_another_question_asked_without_a_question_word_keeps_the_current_one(default, current, other):
+    """Who scored the most points in one game is not how many, nor who scored the most in a career: read as no
+    question, the pair was left to the judge, which retired the current record (p 0.98, 0.51)."""
+    assert topic.other_question(current, other) or topic.asked_otherwise(current, other)
+    j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=1))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction, j
