@@ -1,6 +1,7 @@
-"""What a memory is asked (memgraft.collab.maintain.asked): a question in the asker's own words, quoted or after
-"if anyone asks", is what the memory is about and no part of its value. Cases from a SituatedQA team in one bank
-(the judge's training part), where questions often open with no question word."""
+"""What a memory is asked (memgraft.collab.maintain.asked, topic.same_phrase): a question in the asker's own words,
+quoted, after "if anyone asks" or stated word for word in two memories, is what they are about, and no part of their
+values. Cases from a SituatedQA team in one bank (the judge's training part), where questions often open with no
+question word."""
 
 from __future__ import annotations
 
@@ -62,3 +63,31 @@ def test_a_record_on_another_question_asked_without_a_question_word_keeps_the_cu
     assert topic.other_question(current, other) or topic.asked_otherwise(current, other)
     j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=1))
     assert j.action is Action.keep and j.relation is not Relation.contradiction, j
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Mendocino Complex took over the biggest wild fire in california history in 2018, per the archive.",
+     "From 2020 onward the biggest wild fire in california history belonged to August Complex, according to the "
+     "archive."),
+    ("Nancy Christy became the last person to win who wants to be a millionaire in 2003 and kept it for a while.",
+     "David Chang took over the last person to win who wants to be a millionaire in 2020, per the archive."),
+])
+def test_a_question_stated_in_both_makes_their_names_its_answers(default, old, new):
+    """The question stated, not asked, word for word in both: the names put before it are its answers, not two
+    subjects. Read as two subjects, the older answer stayed valid beside the newer (p 0.99, 0.92)."""
+    assert subject.another_subject(old, new) and topic.same_phrase(old, new)
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=2))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
+@pytest.mark.parametrize("a,b", [
+    ("The political party of Steele Hall is Liberal Party.", "The political party of Walter Veltroni is Democrats."),
+    ("Record from 2011: the head coach of the national football team of Brazil is Tite.",
+     "Record from 2012: the head coach of the national football team of Argentina is Alejandro Sabella."),
+    ("Sheffield Wednesday became the sports team of Guy Whittingham in 1994 and kept it for a while.",
+     "Newport became the sports team of Ian Rush in 2003 and kept it for a while."),
+])
+def test_an_attribute_of_a_name_or_a_template_is_no_shared_question(a, b):
+    """A phrase that ends in "of" before a name is that name's attribute, and a wording's filler ("and kept it for
+    a while") holds too few content words: the two stay about their own subjects."""
+    assert not topic.same_phrase(a, b)

@@ -240,7 +240,9 @@ class JudgePolicy:
                         ) -> tuple[list[tuple[float, Memory]], list[tuple[float, Memory]]]:
         """The references that contradict the target, and those the judge read so but that name another subject.
 
-        Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts;
+        Subject first (:mod:`memgraft.collab.maintain.subject`): a reference naming another subject never contradicts,
+        unless both answer one lower-case question, asked or stated word for word (:func:`~memgraft.collab.maintain.
+        topic.same_question`, :func:`~memgraft.collab.maintain.topic.same_phrase`), whose answers the names are;
         one stating the target's own value, or naming the same things and numbers, no more and no fewer
         (:func:`~memgraft.collab.maintain.marks.same_marks`), agrees, whatever the judge read; one saying in words that the
         target's value is replaced ("... instead of Tuesdays") contradicts, when it is on the target's topic (or the
@@ -262,7 +264,8 @@ class JudgePolicy:
             if self._overruled_in_group(target, r, a, b):
                 contra.append((max(float(p[2]), INTRA_FLOOR), r))
                 continue
-            if subject.another_subject(a, b) and not (self.topic_from and topic.same_question(a, b)):
+            if subject.another_subject(a, b) and not (self.topic_from and (topic.same_question(a, b)
+                                                                           or topic.same_phrase(a, b))):
                 if judged:
                     elsewhere.append((float(p[2]), r))
                 continue

@@ -22,6 +22,7 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
@@ -280,3 +281,38 @@ def team_words(bank: "MemoryBank", team: str) -> TeamWords:
             words.add(text)
             words.last_rowid = max(words.last_rowid, rowid)
         return words
+
+
+PHRASE_WORDS = 3  # content words of a shared lower-case phrase from which it is what two memories are about
+
+
+@lru_cache(maxsize=65536)
+def _lower_runs(text: str) -> tuple[tuple[str, ...], ...]:
+    """The text's runs of lower-case words (no capital, no digit), folded."""
+    runs: list[tuple[str, ...]] = [()]
+    for t in _ALNUM.findall(rules.strip_label(text[: rules.READ_CHARS])):
+        if t[0].islower() and not any(c.isdigit() for c in t):
+            runs[-1] += (subject.fold(t),)
+        elif runs[-1]:
+            runs.append(())
+    return tuple(r for r in runs if r)
+
+
+def same_phrase(a: str, b: str) -> bool:
+    """Both texts hold one lower-case phrase of ``PHRASE_WORDS`` content words or more, word for word, that ends no
+    name's attribute ("... of Steele Hall"): the question both answer, stated rather than asked ("Mendocino Complex
+    took over the biggest wild fire in california history in 2018" / "From 2020 onward the biggest wild fire in
+    california history belonged to August Complex"), so the names around it are its answers, not two subjects."""
+    return any(_shared_phrase(ra, rb) for ra in _lower_runs(a) for rb in _lower_runs(b))
+
+
+def _shared_phrase(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+    """The longest common run of words of ``x`` and ``y`` holds ``PHRASE_WORDS`` content words and does not end in
+    "of" (an attribute whose name follows)."""
+    m = SequenceMatcher(None, x, y, autojunk=False).find_longest_match(0, len(x), 0, len(y))
+    best = x[m.a:m.a + m.size]
+    while best and best[-1] in rules.STOP_WORDS:
+        if best[-1] == "of":
+            return False
+        best = best[:-1]
+    return len([w for w in subject.content(best) if len(w) > 1]) >= PHRASE_WORDS
