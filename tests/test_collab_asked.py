@@ -91,3 +91,19 @@ def test_an_attribute_of_a_name_or_a_template_is_no_shared_question(a, b):
     """A phrase that ends in "of" before a name is that name's attribute, and a wording's filler ("and kept it for
     a while") holds too few content words: the two stay about their own subjects."""
     assert not topic.same_phrase(a, b)
+
+
+def test_one_question_asked_in_both_is_one_topic_whatever_the_team_counts(default):
+    """Early in a team, a note's filler ("fwiw my spreadsheet says") can be rarer than the question's words, which
+    other questions share: by the counts alone the note and its group's record were two topics, and the note's
+    stale answer stayed valid. The question they both ask says they are one."""
+    note = "fwiw my spreadsheet says Imre Schlosser for 'who has scored the most goals in football ever'"
+    record = "Starting in 1951: Erwin Helmchen, if you ask who has scored the most goals in football ever."
+    words = topic.TeamWords()
+    for i in range(60):  # other questions on goals in football, in the team's usual wordings
+        words.add(f"From {1900 + i}, 'who has scored the most goals in football in league{i}' gets Player{i} for an "
+                  "answer.")
+    assert topic.other_topic(note, record, words, 50) and topic.same_question(note, record)
+    ref = mem("record", "team", record, years=1)
+    [j] = default.judge([Target("intra", mem("note", "individual", note, years=1), (ref,), ref.time, words)])
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j

@@ -324,8 +324,9 @@ class JudgePolicy:
         # ..."), and a question narrowed by a word is another question ("... a partial solar eclipse")
         if topic.other_question(a, b) or topic.asked_otherwise(a, b):
             return True
-        return target.words is not None and subject.same_subject(a, b) is None and \
-            topic.other_topic(a, b, target.words, self.topic_from)
+        # one question asked in both is one topic, whatever the team's counts say of the words around it
+        return target.words is not None and subject.same_subject(a, b) is None and not topic.same_question(a, b) \
+            and topic.other_topic(a, b, target.words, self.topic_from)
 
     def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
         out = [m.embedding for m in memories]
