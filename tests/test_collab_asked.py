@@ -107,3 +107,26 @@ def test_one_question_asked_in_both_is_one_topic_whatever_the_team_counts(defaul
     ref = mem("record", "team", record, years=1)
     [j] = default.judge([Target("intra", mem("note", "individual", note, years=1), (ref,), ref.time, words)])
     assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Starting in 2014: Germany, if you ask who won the world cup soccer 4 years ago.",
+     "Starting in 2018: France, if you ask who won the world cup soccer 4 years ago."),
+    ("In 2014 we started answering 'when was the last world cup and who won' with 2014 - Germany, and that held.",
+     "2018 - France answers 'when was the last world cup and who won' from 2018 onward."),
+])
+def test_a_team_record_answering_the_same_question_with_another_name_supersedes(default, old, new):
+    """The judge alone read each pair as agreeing (p 1.00, 0.56): one wording, two names. A record that asks the
+    target's own question, as it opens, and names another answer replaces it."""
+    assert topic.same_question(old, new) and topic.asked_alike(old, new)
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=4))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
+def test_a_question_for_a_person_is_not_one_for_a_thing():
+    """"who has most views on youtube for a song" (the singer) and "the song that has the most views on youtube"
+    share every word; what they ask for differs."""
+    song = "my money's on Baby Shark Dance re 'the song that has the most views on youtube'"
+    singer = ("In June 2016 we started answering 'who has most views on youtube for a song' with Pinkfong Kids' Songs "
+              "& Stories, and that held.")
+    assert topic.same_question(song, singer) and not topic.asked_alike(song, singer)

@@ -278,6 +278,11 @@ class JudgePolicy:
                 contra.append((max(float(p[2]), 0.99), r))
             elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
+            elif r.type == "team" and self.topic_from and topic.same_question(a, b) and topic.asked_alike(a, b) \
+                    and marks.other_marks(a, b):
+                # a team record answers the target's own question with another name: "Starting in 2018: France, if
+                # you ask who won the world cup soccer 4 years ago" (the judge read "... Germany, ..." as agreeing)
+                contra.append((max(float(p[2]), self.threshold), r))
             elif judged and not marks.same_value(a, b) and not subject.restates(a, b) and (
                     self._list_change(a, b) or not (marks.same_marks(a, b) or restated.names_again(a, b))):
                 if self._other_topic(target, a, b):

@@ -79,23 +79,41 @@ def question_words(text: str) -> frozenset[str] | None:
     return found[0] if found else None
 
 
-@lru_cache(maxsize=65536)
 def _question(text: str) -> tuple[frozenset[str], bool] | None:
     """The question's words, and whether it opens as a question does (who, what, how, is, does ...)."""
+    found = _asked(text)
+    return found[:2] if found else None
+
+
+@lru_cache(maxsize=65536)
+def _asked(text: str) -> tuple[frozenset[str], bool, str] | None:
+    """:func:`_question`'s reading, with the question's own text."""
     body = rules.strip_label(text[: rules.READ_CHARS])
-    asked = [(words, asked_.opens(q)) for q in map(_from_asking, _QUESTION.findall(body))
+    asked = [(words, asked_.opens(q), q) for q in map(_from_asking, _QUESTION.findall(body))
              if len(words := _question_words(q)) >= 2]  # not "..., right?"
-    quoted = [(_question_words(q), True) for q in asked_.quoted_questions(body)]
-    embedded = [(words, True) for q in asked_.asked_questions(body) if len(words := _question_words(q)) >= 2]
+    quoted = [(_question_words(q), True, q) for q in asked_.quoted_questions(body)]
+    embedded = [(words, True, q) for q in asked_.asked_questions(body) if len(words := _question_words(q)) >= 2]
     # a quoted question is marked as one: "quick one: '...' — 40, right?"; a key is read only where nothing else asks
     found = quoted or asked or embedded or _keyed(body)
     return found[-1] if found else None
 
 
-def _keyed(body: str) -> list[tuple[frozenset[str], bool]]:
+def _keyed(body: str) -> list[tuple[frozenset[str], bool, str]]:
     """Questions asked as keys ("Where was the previous fifa world cup held: Brazil") that open as questions do."""
-    return [(words, True) for q in map(_from_asking, _KEYED.findall(body))
+    return [(words, True, q) for q in map(_from_asking, _KEYED.findall(body))
             if asked_.opens(q) and len(words := _question_words(q)) >= 2]
+
+
+def asked_alike(a: str, b: str) -> bool:
+    """Both texts' questions open with one question word, or neither with any: "who has most views on youtube for
+    a song" asks for whoever sang it, "the song that has the most views on youtube" for the song."""
+    qa, qb = _asked(a), _asked(b)
+    return bool(qa and qb) and _opener(qa[2]) == _opener(qb[2])
+
+
+def _opener(question: str) -> str:
+    first = question.split()[0].lower().replace("’", "'") if question.split() else ""
+    return first if first in asked_.ASKING else ""
 
 
 def _from_asking(span: str) -> str:
