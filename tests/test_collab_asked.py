@@ -130,3 +130,16 @@ def test_a_question_for_a_person_is_not_one_for_a_thing():
     singer = ("In June 2016 we started answering 'who has most views on youtube for a song' with Pinkfong Kids' Songs "
               "& Stories, and that held.")
     assert topic.same_question(song, singer) and not topic.asked_alike(song, singer)
+
+
+def test_a_questions_number_is_part_of_it(default):
+    """"episode 122" is not "episode 97": with numbers left out of a question's words the two read as one question,
+    and the judge retired the current answer (p 0.89). A number in a tail that asks nothing ("— 2010, right?") still
+    makes no question."""
+    current = ("If anyone asks when will episode 122 of dragon ball super release, the answer from 2019 on reads "
+               "August 3, 2019.")
+    other = "July 2, 2017 answers 'when does dragon ball super episode 97 release' from 2021 onward."
+    assert topic.other_question(current, other) or topic.asked_otherwise(current, other)
+    j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=2))
+    assert j.action is Action.keep and j.relation is not Relation.contradiction, j
+    assert topic.question_words("quick one: the last time the usa went to the world cup — 2010, right?") is None

@@ -126,12 +126,15 @@ def _from_asking(span: str) -> str:
 
 
 def _question_words(question: str) -> frozenset[str]:
-    """A lower-case question's content words; none where it names its subject (a capital past its first word:
-    "the Italian city Florence was ..."), which :mod:`subject` reads, and which is asked in many words."""
+    """A lower-case question's content words, its numbers too ("episode 95" is not "episode 97"); none where it
+    names its subject (a capital past its first word: "the Italian city Florence was ..."), which :mod:`subject`
+    reads, and which is asked in many words."""
     toks = _ALNUM.findall(question)
     if any(t[0].isupper() for t in toks[1:]):
         return frozenset()
-    return _content_words(t for t in toks if not t[0].isupper() and not any(c.isdigit() for c in t))
+    words = _content_words(t for t in toks if not t[0].isupper() and not any(c.isdigit() for c in t))
+    # numbers only beside two words or more: "— 2010, right?" asks nothing
+    return words | _content_words(t for t in toks if t[0].isdigit()) if len(words) >= 2 else words
 
 
 def other_question(a: str, b: str) -> bool:
