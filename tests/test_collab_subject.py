@@ -287,6 +287,19 @@ def test_now_that_ends_a_key_states_no_change(default):
     assert judge(default, old, new).action is Action.keep
 
 
+def test_starting_with_a_date_dates_a_record_and_states_no_change(default):
+    """"Starting in 2020, the records give ..." dates a record as "From 2020" does; read as a change of decision, it
+    retired another question's current record ("the population of the magdalen islands", training part in prose)."""
+    assert not change.changes("Starting in 2020, the records give Anne of the Island for the next book after anne of avonlea.")
+    assert not change.changes("Starting March 2021, the records give 40 for the count.")
+    assert change.changes("Starting Monday, stand-up is at 10:00.")
+    assert change.changes("Beginning next sprint we review on Fridays.")
+    old = mem("pop", "team", "Starting in 2011, the records give 12,781 for the population of the magdalen islands.")
+    new = mem("book", "team", "Starting in 2020, the records give Anne of the Island for the next book after anne of avonlea.",
+              years=1)
+    assert judge(default, old, new).action is Action.keep
+
+
 def test_two_values_before_one_subject_are_not_one_value(default):
     """Prose that puts the value first and the subject last ("V has held the employer of S", "the records give V
     for the employer of S"): the last run of names is the subject both end on, so two employers read as one value

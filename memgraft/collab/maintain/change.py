@@ -13,10 +13,11 @@ from functools import lru_cache
 from memgraft.collab.maintain import marks, rules, subject
 
 # a change of a decision that need not say the old value: "moves to Thursdays", "from now on", "cut to 30 days"
-# "now" that ends a key ("Winter olympics being held now: Pyeongchang") names the attribute, not a change
+# "now" that ends a key ("Winter olympics being held now: Pyeongchang") names the attribute, not a change; "Starting
+# in 2019," or "starting March 2021" dates a record, as "From 2019" does (a change says what moves, or from when on)
 _CHANGE = re.compile(r"\b(?:now(?!\s*[:=—–?])|from\s+now\s+on|from\s+today|from\s+(?:monday|tuesday|wednesday|thursday|friday|next)|"
                      r"from\s+this\s+(?:week|month|quarter|year|season|sprint|term|release)(?:\s+on)?|"
-                     r"going\s+forward|starting|beginning|henceforth|effective|as\s+of\s+(?:today|this|next)|anymore|"
+                     r"going\s+forward|(?:starting|beginning)(?!\s+(?:in\s+)?(?:\d|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\s+\d))|henceforth|effective|as\s+of\s+(?:today|this|next)|anymore|"
                      r"no\s+longer|(?:went|goes|go|gone|going)\s+(?:up|down)|"
                      r"(?:move[sd]?|moving|switch(?:es|ed)?|switching|change[sd]?|changing|cut|raised?|lowered?|"
                      r"reduced?|increased?|bumped?|push(?:es|ed)?|shift(?:s|ed)?)\s+(?:\S+\s+){0,4}?to)\b", re.IGNORECASE)
