@@ -448,3 +448,16 @@ def test_a_negated_change_names_no_replaced_value():
     assert not still.replaced and still.value[:3] == ("marina", "bay", "sands")
     assert subject.read("We moved off Marina Bay Sands for the offsite.").replaced == (("marina", "bay", "sands"),)
     assert not subject.read("We never dropped Airflow for the nightly jobs.").replaced
+
+
+def test_the_year_of_a_days_date_is_the_value_not_when_the_record_was_written(default):
+    """A record may name a year besides the other text's names (when it was written), but not the year of a day's
+    date: "April 1, 2020" and "April 1, 2030" are two answers (a note on the next census stayed valid beside the
+    record that replaced it, training part in prose)."""
+    note = "the next census in the us hasn't moved off April 1, 2020 afaik"
+    record = "Starting in April 2020, the records give April 1, 2030 for the next census in the us."
+    assert not marks.same_marks(note, record)
+    assert marks.same_marks("can confirm Oregon on 'who did auburn beat'", "Oregon answers 'who did auburn beat' from 2010 onward")
+    assert marks.same_marks("census on April 1, 2020", "From April 2010, the census is on April 1, 2020")
+    j = judge(default, mem("note", "individual", note, years=1), mem("rec", "team", record, years=1), level="intra")
+    assert_retired(j)

@@ -7,6 +7,7 @@ marks of two, and ``judge``, ``change`` and ``restated`` ask it whether a pair c
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from memgraft.collab.maintain import cased, rules
@@ -14,6 +15,8 @@ from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NA
                                               _is_word, fold, near, read, stated, strong)
 
 _SENTENCE_ENDS = frozenset(".!")
+# a year in a day's date ("April 1, 2030", "1 April 2030") is that date's, a value: not when the record was written
+_DAY_YEAR = re.compile(r"\b(?:([A-Za-z]+)\.?\s+\d{1,2}(?:st|nd|rd|th)?,?|\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?)\s+(\d{4})\b")
 
 
 def same_value(a: str, b: str) -> bool:
@@ -87,7 +90,17 @@ def same_marks(a: str, b: str) -> bool:
     extra = [y for y in big if not any(near(x, y) for x in small)]
     # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
     # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
-    return not extra or (all(_YEAR.fullmatch(y) for y in extra) and not all(_YEAR.fullmatch(x) for x in small))
+    # and not the year of a day's date, which is the value ("April 1, 2020" is not "April 1, 2030")
+    if not extra:
+        return True
+    dated = _day_years(a) | _day_years(b)
+    return all(_YEAR.fullmatch(y) and y not in dated for y in extra) and not all(_YEAR.fullmatch(x) for x in small)
+
+
+@lru_cache(maxsize=65536)
+def _day_years(text: str) -> frozenset[str]:
+    """The years written in a day's date: "April 1, 2030", "1 April 2030" (the word a month's)."""
+    return frozenset(m.group(3) for m in _DAY_YEAR.finditer(text) if fold(m.group(1) or m.group(2)) in _MONTHS)
 
 
 def other_marks(a: str, b: str) -> bool:
