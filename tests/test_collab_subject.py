@@ -461,3 +461,14 @@ def test_the_year_of_a_days_date_is_the_value_not_when_the_record_was_written(de
     assert marks.same_marks("census on April 1, 2020", "From April 2010, the census is on April 1, 2020")
     j = judge(default, mem("note", "individual", note, years=1), mem("rec", "team", record, years=1), level="intra")
     assert_retired(j)
+
+
+def test_a_source_that_ends_a_record_is_not_its_value(default):
+    """", according to the archive." says who holds a record, not its value: read as the value, two records on one
+    question with two names stated "the same value" and the older stayed valid (training part in prose)."""
+    old = "From 2004 onward the last nba player to be drafted from high school belonged to Dorell Wright, according to the archive."
+    new = "From 2005 onward the last nba player to be drafted from high school belonged to Amir Johnson, according to the archive."
+    assert subject.read(old).value == ("dorell", "wright")
+    assert subject.read("Deploys are on Tuesday, per our runbook.").value == subject.read("Deploys are on Tuesday.").value
+    assert not marks.same_value(old, new)
+    assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
