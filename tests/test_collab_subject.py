@@ -472,3 +472,15 @@ def test_a_source_that_ends_a_record_is_not_its_value(default):
     assert subject.read("Deploys are on Tuesday, per our runbook.").value == subject.read("Deploys are on Tuesday.").value
     assert not marks.same_value(old, new)
     assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
+
+
+def test_the_month_of_a_days_date_is_a_name(default):
+    """A month alone dates a record ("changed in February 2021"), but the month of a day's date is part of the value:
+    "February 19, 2021" and "March 19, 2021" are two answers (the judge read them as agreeing, p 0.99, and the older
+    record stayed valid; training part in prose). A weekday stays a slot, not a name."""
+    old = "Starting in November 2020: February 19, 2021, if you ask when does the new set of pokemon cards come out."
+    new = "The answer to 'when does the new set of pokemon cards come out' changed in February 2021 to March 19, 2021."
+    assert {"february", "19"} <= marks.marks(old) and "march" in marks.marks(new)
+    assert "february" not in marks.marks("changed in February 2021") and "monday" not in marks.marks("Monday 3 we meet")
+    assert marks.other_marks(old, new) and not marks.same_marks(old, new)
+    assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))

@@ -16,6 +16,8 @@ from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NA
 
 _SENTENCE_ENDS = frozenset(".!")
 # a year in a day's date ("April 1, 2030", "1 April 2030") is that date's, a value: not when the record was written
+_DAY_MONTH = re.compile(r"\b([A-Za-z]+)\.?\s+(?=\d{1,2}(?:st|nd|rd|th)?\b(?![:.]\d))|\b\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]+)\b")
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 _DAY_YEAR = re.compile(r"\b(?:([A-Za-z]+)\.?\s+\d{1,2}(?:st|nd|rd|th)?,?|\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?)\s+(\d{4})\b")
 
 
@@ -40,7 +42,7 @@ def marks(text: str) -> frozenset[str]:
     words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
     body = _HEDGE.sub("", rules.strip_label(text).strip())
     return frozenset(fold(tok) for tok in _TOKEN.findall(body)
-                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS)
+                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS) | _day_months(body)
 
 
 @lru_cache(maxsize=65536)
@@ -95,6 +97,12 @@ def same_marks(a: str, b: str) -> bool:
         return True
     dated = _day_years(a) | _day_years(b)
     return all(_YEAR.fullmatch(y) and y not in dated for y in extra) and not all(_YEAR.fullmatch(x) for x in small)
+
+
+def _day_months(text: str) -> frozenset[str]:
+    """The month of a day's date ("March 19", "19 March"): part of a value, where a month alone dates a record."""
+    return frozenset(fold(w) for m in _DAY_MONTH.finditer(text) for w in m.groups()
+                     if w and fold(w) in _MONTHS and fold(w) not in _WEEKDAYS)
 
 
 @lru_cache(maxsize=65536)
