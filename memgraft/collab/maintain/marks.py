@@ -95,7 +95,7 @@ def same_marks(a: str, b: str) -> bool:
     # and not the year of a day's date, which is the value ("April 1, 2020" is not "April 1, 2030")
     if not extra:
         return True
-    dated = _day_years(a) | _day_years(b)
+    dated = day_years(a) | day_years(b)
     return all(_YEAR.fullmatch(y) and y not in dated for y in extra) and not all(_YEAR.fullmatch(x) for x in small)
 
 
@@ -106,7 +106,7 @@ def _day_months(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=65536)
-def _day_years(text: str) -> frozenset[str]:
+def day_years(text: str) -> frozenset[str]:
     """The years written in a day's date: "April 1, 2030", "1 April 2030" (the word a month's)."""
     return frozenset(m.group(3) for m in _DAY_YEAR.finditer(text) if fold(m.group(1) or m.group(2)) in _MONTHS)
 

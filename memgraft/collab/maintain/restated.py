@@ -25,7 +25,8 @@ _DATING = frozenset({"from", "in", "since", "of", "until", "till", "after", "bef
 def _dating_years(text: str) -> frozenset[str]:
     """The years in the text that wherever they occur follow a word that dates ("from", "in", "since") and stand
     before no name or number: the times the text is dated by. "The 2014 entry puts 2014 FIFA World Cup ..." is
-    dated by no year (its 2014 is also the value's), nor is "...? 1968" (the answer)."""
+    dated by no year (its 2014 is also the value's), nor is "...? 1968" (the answer), nor the year of a day's date
+    ("... reads October 23, 2014.": :func:`~memgraft.collab.maintain.marks.day_years`)."""
     toks = subject._TOKEN.findall(rules.strip_label(text[: rules.READ_CHARS]))
     dating, in_values = set(), set()
     for i, tok in enumerate(toks):
@@ -33,7 +34,7 @@ def _dating_years(text: str) -> frozenset[str]:
             dates = i > 0 and subject.fold(toks[i - 1]) in _DATING and not (
                 i + 1 < len(toks) and marks.name_or_number(toks[i + 1]))
             (dating if dates else in_values).add(tok)
-    return frozenset(dating - in_values)
+    return frozenset(dating - in_values - marks.day_years(text))
 
 
 def names_again(a: str, b: str) -> bool:
