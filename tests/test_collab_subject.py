@@ -484,3 +484,18 @@ def test_the_month_of_a_days_date_is_a_name(default):
     assert "february" not in marks.marks("changed in February 2021") and "monday" not in marks.marks("Monday 3 we meet")
     assert marks.other_marks(old, new) and not marks.same_marks(old, new)
     assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
+
+
+def test_a_name_written_out_with_a_word_before_it_is_the_same_name(default):
+    """"Swedish Lapland Ranger Regiment" is "Lapland Ranger Regiment" written out: read as another name, a note
+    agreeing on the regiment's commander was retired by the record it agreed with (TimeQA dev, prose). A word
+    after or among the shared ones makes another name, a value's too: "U.S. Army Reserves", "Lowell Teachers
+    College"."""
+    note = "quick one: the commander of Lapland Ranger Regiment — Håkan Hedström, right?"
+    record = "Håkan Hedström answers 'who was the head officer of the Swedish Lapland Ranger Regiment' from 1997 onward."
+    assert marks.same_marks(note, record)
+    assert not marks.same_marks("Record from 1950: the military branch of John Conyers is U.S. Army.",
+                                "Since 1954, U.S. Army Reserves has held the military branch of John Conyers.")
+    assert not marks.same_marks("Note: the name of Lowell State College is Lowell Teachers College.",
+                                "The name of Lowell State College is Lowell State College.")
+    assert_kept(judge(default, mem("note", "individual", note), mem("rec", "team", record, years=1)))

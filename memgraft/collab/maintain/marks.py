@@ -93,10 +93,40 @@ def same_marks(a: str, b: str) -> bool:
     # a record says when it was written ("... from 2010 onward"): the side that names more may name years too,
     # but only where the other names something besides years, or "1968" would agree with "1968, then 1980"
     # and not the year of a day's date, which is the value ("April 1, 2020" is not "April 1, 2030")
+    # and a word that only lengthens a name the other gives in two words or more, before its start ("Swedish Lapland
+    # Ranger Regiment" for "Lapland Ranger Regiment"): the same name written out (read as two, a note agreeing on
+    # the regiment's commander was retired)
     if not extra:
         return True
     dated = day_years(a) | day_years(b)
-    return all(_YEAR.fullmatch(y) and y not in dated for y in extra) and not all(_YEAR.fullmatch(x) for x in small)
+    longer = _lengthened(b if big is mb else a, small)
+    return all((_YEAR.fullmatch(y) and y not in dated) or y in longer for y in extra) \
+        and not all(_YEAR.fullmatch(x) for x in small)
+
+
+def _lengthened(text: str, small: frozenset[str]) -> frozenset[str]:
+    """The marks of ``text``'s runs of names in a row that end on two words of ``small`` or more: the words such a
+    run puts before them lengthen a name ``small`` gives. A word after or among them makes another name ("U.S. Army
+    Reserves" is not "U.S. Army", nor "Lowell Teachers College" "Lowell State College")."""
+    out: set[str] = set()
+    for run in _name_runs(text):
+        matched = [i for i, w in enumerate(run) if any(near(x, w) for x in small)]
+        if len(matched) >= 2 and matched == list(range(matched[0], len(run))):
+            out.update(run)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=65536)
+def _name_runs(text: str) -> tuple[tuple[str, ...], ...]:
+    """Runs of consecutive names (capitalised words, not numbers), folded."""
+    body = _HEDGE.sub("", rules.strip_label(text[: rules.READ_CHARS]).strip())
+    runs: list[tuple[str, ...]] = [()]
+    for tok in _TOKEN.findall(body):
+        if name_or_number(tok) and not any(c.isdigit() for c in tok) and not _PRONOUN_I.match(tok):
+            runs[-1] += (fold(tok),)
+        elif runs[-1]:
+            runs.append(())
+    return tuple(r for r in runs if r)
 
 
 def _day_months(text: str) -> frozenset[str]:
