@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memgraft.collab.maintain import asked, subject, topic
+from memgraft.collab.maintain import asked, marks, subject, topic
 from memgraft.collab.maintain.judgement import Target
 from memgraft.collab.maintain.policies import make_policy
 from memgraft.collab.types import Action, Relation
@@ -144,3 +144,21 @@ def test_a_questions_number_is_part_of_it(default):
     j = judge(default, mem("cur", "team", current), mem("new", "team", other, years=2))
     assert j.action is Action.keep and j.relation is not Relation.contradiction, j
     assert topic.question_words("quick one: the last time the usa went to the world cup — 2010, right?") is None
+
+
+@pytest.mark.parametrize("old,new", [
+    ("Who has scored the maximum runs in test matches between india and sri lanka? india.",
+     "Who has scored the maximum runs in test matches between india and sri lanka: sri lanka"),
+    ("When did brazl win the soccer world cup? 1994.", "When did brazil win the soccer world cup? 2002."),
+])
+def test_a_record_answering_the_same_question_otherwise_replaces_it(default, old, new):
+    """One question asked in both, answered after it in lower-case names or a year, which name marks set aside:
+    two answers. The judge read them as agreeing and the older stayed valid (SituatedQA dev, dense and noisy)."""
+    assert topic.same_question(old, new) and marks.other_answer(old, new)
+    j = judge(default, mem("old", "team", old), mem("new", "team", new, years=2))
+    assert (j.relation, j.action) == (Relation.contradiction, Action.revise), j
+
+
+def test_an_answer_made_finer_is_no_other_answer():
+    assert not marks.other_answer("Record from 1999: The last time hamilton won grey cup was 1999.",
+                                  "Last time hamilton won grey cup: November 28, 1999")

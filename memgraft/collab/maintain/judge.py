@@ -279,7 +279,7 @@ class JudgePolicy:
             elif r.type == "team" and self._decision_changed(target, a, b):
                 contra.append((max(float(p[2]), 0.9), r))  # a decision changed: "Lab meeting moves to Thursdays"
             elif r.type == "team" and self.topic_from and topic.same_question(a, b) and topic.asked_alike(a, b) \
-                    and marks.other_marks(a, b):
+                    and (marks.other_marks(a, b) or marks.other_answer(a, b)):
                 # a team record answers the target's own question with another name: "Starting in 2018: France, if
                 # you ask who won the world cup soccer 4 years ago" (the judge read "... Germany, ..." as agreeing)
                 contra.append((max(float(p[2]), self.threshold), r))

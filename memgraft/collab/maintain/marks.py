@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from memgraft.collab.maintain import cased, rules
 from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NAMES, _PRONOUN_I, _TOKEN, _YEAR,
-                                              _is_word, fold, near, read, stated, strong)
+                                              _is_word, content, fold, near, read, stated, strong)
 
 _SENTENCE_ENDS = frozenset(".!")
 # a year in a day's date ("April 1, 2030", "1 April 2030") is that date's, a value: not when the record was written
@@ -148,6 +148,24 @@ def other_marks(a: str, b: str) -> bool:
     only_a = [x for x in ma if not _YEAR.fullmatch(x) and not any(near(x, y) for y in mb)]
     only_b = [y for y in mb if not _YEAR.fullmatch(y) and not any(near(x, y) for x in ma)]
     return bool(only_a) and bool(only_b)
+
+
+ANSWER_WORDS = 4  # content words of a value read after its opener, up to which it is one short answer
+
+
+def other_answer(a: str, b: str) -> bool:
+    """Each text gives a short answer after an opener ("...? india", "...: sri lanka", "= 2010"), and the two share
+    no word (a typo allowed): two answers, where both answer one question. The lower-case names and the years
+    :func:`other_marks` sets aside ("india" / "sri lanka" on who scored the most runs between india and sri lanka;
+    "1994" / "2002" on when brazil won the world cup); an answer made finer ("1999" / "November 28, 1999") shares
+    a word and is none."""
+    ra, rb = read(a), read(b)
+    if ra.by_run or rb.by_run or not strong(ra.value) or not strong(rb.value):
+        return False
+    va, vb = content(ra.value), content(rb.value)
+    if not va or not vb or len(va) > ANSWER_WORDS or len(vb) > ANSWER_WORDS:
+        return False
+    return not any(near(x, y) for x in va for y in vb)
 
 
 def names_more(a: str, b: str) -> bool:
