@@ -470,6 +470,10 @@ def test_a_source_that_ends_a_record_is_not_its_value(default):
     new = "From 2005 onward the last nba player to be drafted from high school belonged to Amir Johnson, according to the archive."
     assert subject.read(old).value == ("dorell", "wright")
     assert subject.read("Deploys are on Tuesday, per our runbook.").value == subject.read("Deploys are on Tuesday.").value
+    # a dash, a bracket or "source:" before it too: read "source: the archive" gave "the archive" as the answer, and a
+    # record with the note's own answer retired it (SituatedQA dev, noisy)
+    for tail in (" — source: the archive.", " (per the annual report).", ", going by the newsletter."):
+        assert subject.read("Who was appointed interim prime minister? Imran Khan" + tail).value == ("imran", "khan")
     assert not marks.same_value(old, new)
     assert_retired(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
 

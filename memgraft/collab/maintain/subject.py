@@ -69,9 +69,9 @@ _REPLACED_BY = re.compile(r"(?:^|[.;,!?:]\s+)(?P<old>[^.;,!?:]{1,80}?)\s+(?:is|a
                           r"(?:supported|used|in\s+use|needed|allowed))(?=\s*(?:[.;,!?)]|$|and\b|now\b|for\b)))",
                           re.IGNORECASE)
 # a hedge or a source that ends a text ("..., according to the archive.") says who holds it, not what it states
-_HEDGE = re.compile(r",\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc|"
-                    r"(?:according\s+to|per|says)\s+(?:the|our|my|their|this)\s+(?:\w+\s+){0,2}?\w+)\s*[.!]?$",
-                    re.IGNORECASE)
+_HEDGE = re.compile(r"(?:,\s*(?:as\s+far\s+as\s+I\s+know|I\s+think|I\s+believe|tbh|probably|apparently|iirc)|"
+                    r"(?:,|\s*[—–(]|\s+-)\s*(?:source\s*:|according\s+to|per|says|going\s+by)\s+(?:the|our|my|their|this)\s+"
+                    r"(?:\w+\s+){0,2}?\w+\s*\)?)\s*[.!]?$", re.IGNORECASE)
 _YEAR = re.compile(r"1\d{3}|2[01]\d{2}")
 _PRONOUN_I = re.compile(r"I(?:['’](?:d|m|ve|ll))?$")  # "I", "I'd", "I'm": the writer, not a name
 NEAR = 0.8  # spelling similarity at which two name words are one name (a typo, a dropped accent)
