@@ -53,12 +53,18 @@ def item_change(a: str, b: str) -> bool:
     State Prison"), so they disagree on the whole value, however alike the rest of their words. Not where both
     texts name the same things (:func:`~memgraft.collab.maintain.marks.same_marks`): "Bosnia and Herzegovina Davis Cup team" is one item, and a
     trailing clause is not another."""
-    ia, ib = _items(subject.read(a).value), _items(subject.read(b).value)
+    ra, rb = subject.read(a), subject.read(b)
+    ia, ib = _items(ra.value), _items(rb.value)
     if max(len(ia), len(ib)) < 2 or not any(subject.strong(i) for i in ia + ib):
         return False
     shared = [x for x in ia if any(_same_item(x, y) for y in ib)]
     lost = len(shared) < len(ia) or any(not any(_same_item(y, x) for x in ia) for y in ib)
-    return bool(shared) and not marks.same_marks(a, b) and lost
+    if not shared or not lost:
+        return False
+    # both answered after an opener in short items ("...? Prada and Helmut Lang" / "...? Prada"): the lists are the
+    # answers, though the question names the lost item too ("... the fashion brand Helmut Lang?")
+    answers = not (ra.by_run or rb.by_run) and all(len(subject.content(i)) <= marks.ANSWER_WORDS for i in ia + ib)
+    return answers or not marks.same_marks(a, b)
 
 
 def replaces(newer: str, older: str) -> tuple[str, ...] | None:
