@@ -448,3 +448,19 @@ def test_a_lower_case_word_inside_a_name_is_not_a_topic_word():
     assert "kumar" not in words and {"education", "minister", "bihar"} <= words
     assert "and" not in topic.topic_words("Paris and London")  # a small word between two names stays out too
     assert "meets" in topic.topic_words("the Tuesday group meets Thursday")  # one-word verb between names: kept
+
+
+def test_a_word_a_note_capitalises_elsewhere_is_its_names_not_its_topics(default):
+    """"Marina Bay sands and Marina Bay Sands": "sands" is a name's word, rarer in the team than any topic word, and
+    counted as the note's own topic word it made a stale note look off its own group's record's topic; the note
+    stayed valid and ranked first for "the most expensive skyscraper in the world" (SituatedQA dev, prose)."""
+    note = "the most expensive skyscraper in the world hasn't moved off Marina Bay sands and Marina Bay Sands afaik"
+    record = "The 2012 entry puts Abraj Al Bait in place for the most expensive skyscraper in the world."
+    words = note_words()
+    for text in (note, record, "Q: the tallest skyscraper in the world? A: Burj Khalifa",
+                 "Log: the most expensive painting in the world? — Salvator Mundi"):
+        words.add(text)
+    assert topic.same_topic(note, record, words, 50)
+    rec, stale = mem("record", "team", record, years=1), mem("note", "individual", note, years=1)
+    [j] = default.judge([Target("intra", stale, (rec,), rec.time, words)])
+    assert j.action is Action.revise and j.relation is Relation.contradiction

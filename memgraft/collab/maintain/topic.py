@@ -273,9 +273,18 @@ def same_topic(a: str, b: str, words: TeamWords, min_memories: int) -> bool:
     if split is None:
         return False
     ta, _, only_a, only_b = split
-    rarest_own = min((words.df[w] for w in only_a + only_b), default=words.n + 1)
+    # a word a text capitalises elsewhere is a name's ("Marina Bay sands and Marina Bay Sands"), not its topic's
+    own = [w for w in only_a if w not in _capitalised(a)] + [w for w in only_b if w not in _capitalised(b)]
+    rarest_own = min((words.df[w] for w in own), default=words.n + 1)
     shared = [w for w in ta if subject.among(w, _topic_or_name(b)) and words.df[w] < rarest_own]
     return len(shared) >= SAME_TOPIC_WORDS and not other_question(a, b)
+
+
+@lru_cache(maxsize=65536)
+def _capitalised(text: str) -> frozenset[str]:
+    """The words the text capitalises past its first, folded."""
+    toks = _WORD.findall(rules.strip_label(text[: rules.READ_CHARS]))
+    return frozenset(subject.fold(t) for t in toks[1:] if t[0].isupper())
 
 
 def _names_one_side(text: str, only: list[str]) -> bool:
