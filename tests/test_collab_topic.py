@@ -457,6 +457,9 @@ def test_a_word_a_note_capitalises_elsewhere_is_its_names_not_its_topics(default
     note = "the most expensive skyscraper in the world hasn't moved off Marina Bay sands and Marina Bay Sands afaik"
     record = "The 2012 entry puts Abraj Al Bait in place for the most expensive skyscraper in the world."
     words = note_words()
+    for i, q in enumerate(QUESTIONS):  # the team writes both wordings over its other questions too
+        words.add(f"{q} hasn't moved off Value{i} afaik")
+        words.add(f"The 2012 entry puts Value{i} in place for {q}.")
     for text in (note, record, "Q: the tallest skyscraper in the world? A: Burj Khalifa",
                  "Log: the most expensive painting in the world? — Salvator Mundi"):
         words.add(text)
