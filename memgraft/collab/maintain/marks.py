@@ -15,10 +15,12 @@ from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NA
                                               _is_word, content, fold, near, read, stated, strong)
 
 _SENTENCE_ENDS = frozenset(".!")
-# a year in a day's date ("April 1, 2030", "1 April 2030") is that date's, a value: not when the record was written
-_DAY_MONTH = re.compile(r"\b([A-Za-z]+)\.?\s+(?=\d{1,2}(?:st|nd|rd|th)?\b(?![:.]\d))|\b\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]+)\b")
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-_DAY_YEAR = re.compile(r"\b(?:([A-Za-z]+)\.?\s+\d{1,2}(?:st|nd|rd|th)?,?|\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?)\s+(\d{4})\b")
+# a day's date ("April 1, 2030", "1 April 2030", "March 19"): its month and year are the value's, where a month or a
+# year alone dates a record ("changed in February 2021", "from 2010 onward")
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_DAY_MONTH = re.compile(rf"\b([A-Za-z]+)\.?\s+(?={_DAY}\b(?![:.]\d))|\b{_DAY}\s+([A-Za-z]+)\b")
+_DAY_YEAR = re.compile(rf"\b(?:([A-Za-z]+)\.?\s+{_DAY},?|{_DAY}\s+([A-Za-z]+)\.?,?)\s+(\d{{4}})\b")
+_MONTH_NAMES = _MONTHS - frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 
 
 def same_value(a: str, b: str) -> bool:
@@ -83,8 +85,9 @@ def same_marks(a: str, b: str) -> bool:
     """Both texts name the same things and numbers, no more and no fewer (a typo allowed; the one that names more
     may name years besides, the time a record gives): two wordings of one statement ("can confirm Oregon on 'who did auburn beat ...'" and "Oregon answers 'who did auburn beat ...'
     from 2010 onward"), which cannot disagree on a name or a number. Where the value reader finds no value in
-    prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"), and a list
-    that loses the item the subject is named by ("Prada and Helmut Lang", then "Prada", for Helmut Lang's owner)."""
+    prose, this is what says they agree. Unseen: a value in lower-case words ("oil lamps", "kerosene"). A list that
+    loses the item the subject is named by ("Prada and Helmut Lang", then "Prada") is read by
+    :func:`~memgraft.collab.maintain.change.item_change` where both answer after an opener."""
     ma, mb = name_marks(a, b)
     small, big = (ma, mb) if len(ma) <= len(mb) else (mb, ma)
     if not small or not all(any(near(x, y) for y in big) for x in small):
@@ -98,10 +101,11 @@ def same_marks(a: str, b: str) -> bool:
     # the regiment's commander was retired)
     if not extra:
         return True
+    if all(_YEAR.fullmatch(x) for x in small):
+        return False
     dated = day_years(a) | day_years(b)
-    longer = _lengthened(b if big is mb else a, small)
-    return all((_YEAR.fullmatch(y) and y not in dated) or y in longer for y in extra) \
-        and not all(_YEAR.fullmatch(x) for x in small)
+    rest = [y for y in extra if not (_YEAR.fullmatch(y) and y not in dated)]
+    return not rest or set(rest) <= _lengthened(b if big is mb else a, small)
 
 
 def _lengthened(text: str, small: frozenset[str]) -> frozenset[str]:
@@ -131,8 +135,7 @@ def _name_runs(text: str) -> tuple[tuple[str, ...], ...]:
 
 def _day_months(text: str) -> frozenset[str]:
     """The month of a day's date ("March 19", "19 March"): part of a value, where a month alone dates a record."""
-    return frozenset(fold(w) for m in _DAY_MONTH.finditer(text) for w in m.groups()
-                     if w and fold(w) in _MONTHS and fold(w) not in _WEEKDAYS)
+    return frozenset(fold(w) for m in _DAY_MONTH.finditer(text) for w in m.groups() if w and fold(w) in _MONTH_NAMES)
 
 
 @lru_cache(maxsize=65536)
