@@ -402,6 +402,20 @@ def test_a_record_naming_the_same_value_dated_otherwise_restates_it(default, old
 
 
 @pytest.mark.parametrize("old,new", [
+    ("If anyone asks who had the most medals at the olympics, the answer from 2000 on reads Michael Phelps.",
+     "Michael Phelps has answered who has the most olympic medals since 2016."),
+    ("Wilt Chamberlain answers 'who scored the most nba points in a game' from March 1961 onward.",
+     "From March 1962, 'who scored the most points in nba in one game' gets Wilt Chamberlain for an answer."),
+])
+def test_a_year_ending_a_sentence_or_after_a_month_still_dates_it(default, old, new):
+    """"since 2016." ends a sentence and "from March 1961" puts a month between the dating word and the year: both
+    still date the record. Read as parts of the value, the two records of one answer named different years and
+    the older one, still true, was retired (p 0.84, the judge's training part)."""
+    assert restated.names_again(old, new)
+    assert_kept(judge(default, mem("old", "team", old), mem("new", "team", new, years=1)))
+
+
+@pytest.mark.parametrize("old,new", [
     ("The 2014 entry puts 2014 FIFA World Cup in place for the last time france was in the final of the world cup.",
      "The 2018 entry puts 2018 FIFA World Cup in place for the last time france was in the final of the world cup."),
     ("Starting in 1984: 1984, if you ask the last time the united states hosted the olympics.",

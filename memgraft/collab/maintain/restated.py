@@ -23,15 +23,18 @@ _DATING = frozenset({"from", "in", "since", "of", "until", "till", "after", "bef
 
 @lru_cache(maxsize=65536)
 def _dating_years(text: str) -> frozenset[str]:
-    """The years in the text that wherever they occur follow a word that dates ("from", "in", "since") and stand
-    before no name or number: the times the text is dated by. "The 2014 entry puts 2014 FIFA World Cup ..." is
+    """The years in the text that wherever they occur follow a word that dates ("from", "in", "since"), or a month
+    after one ("from March 1961"), and stand before no name or number, a sentence's last word included ("...
+    since 2016."): the times the text is dated by. "The 2014 entry puts 2014 FIFA World Cup ..." is
     dated by no year (its 2014 is also the value's), nor is "...? 1968" (the answer), nor the year of a day's date
     ("... reads October 23, 2014.": :func:`~memgraft.collab.maintain.marks.day_years`)."""
-    toks = subject._TOKEN.findall(rules.strip_label(text[: rules.READ_CHARS]))
+    # the tokens keep a sentence's full stop ("2016."), which the marks do not
+    toks = [t.rstrip(".") or t for t in subject._TOKEN.findall(rules.strip_label(text[: rules.READ_CHARS]))]
     dating, in_values = set(), set()
     for i, tok in enumerate(toks):
         if subject._YEAR.fullmatch(tok):
-            dates = i > 0 and subject.fold(toks[i - 1]) in _DATING and not (
+            j = i - 1 if i > 1 and subject.fold(toks[i - 1]) in marks._MONTH_NAMES else i  # "from March 1961"
+            dates = j > 0 and subject.fold(toks[j - 1]) in _DATING and not (
                 i + 1 < len(toks) and marks.name_or_number(toks[i + 1]))
             (dating if dates else in_values).add(tok)
     return frozenset(dating - in_values - marks.day_years(text))
