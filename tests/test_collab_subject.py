@@ -519,6 +519,19 @@ def test_a_name_written_out_with_a_word_before_it_is_the_same_name(default):
     assert_kept(judge(default, mem("note", "individual", note), mem("rec", "team", record, years=1)))
 
 
+def test_a_title_in_double_quotes_is_a_name_whatever_its_words(default):
+    """"Find Me" names an episode though both its words are common ones: read without it, a note naming its own
+    group's record's answer named nothing, and the record retired it (p 0.50, the judge's training part). Another
+    quoted title is another answer; a quoted question is no title."""
+    note = "yep, \"Find Me\" for 'what is the latest episode of the walking dead called', saw it myself"
+    record = ("In March 2021 we started answering 'what is the latest episode of the walking dead called' with "
+              "\"Find Me\", and that held.")
+    assert {"find", "me"} <= marks.marks(note) and restated.names_again(note, record)
+    assert marks.other_marks(note, record.replace("Find Me", "On the Inside"))
+    assert not marks.marks('my sheet still lists "Who won it?" as X') & {"who", "won"}
+    assert_kept(judge(default, mem("note", "individual", note), mem("rec", "team", record), level="intra"))
+
+
 def test_a_list_that_loses_the_item_its_question_names_is_another_answer(default):
     """"...? Prada and Helmut Lang." then "...? Prada." on who took over Helmut Lang: every name of one is in the
     other (the question names Helmut Lang), so the two read as one statement and the note stayed valid beside its

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memgraft.collab.maintain import cased, rules
+from memgraft.collab.maintain import asked, cased, rules
 from memgraft.collab.maintain.subject import (_HEDGE, _JOINERS, _MONTHS, _NOT_NAMES, _PRONOUN_I, _TOKEN, _YEAR,
                                               _is_word, content, fold, near, read, stated, strong)
 
@@ -21,6 +21,8 @@ _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _DAY_MONTH = re.compile(rf"\b([A-Za-z]+)\.?\s+(?={_DAY}\b(?![:.]\d))|\b{_DAY}\s+([A-Za-z]+)\b")
 _DAY_YEAR = re.compile(rf"\b(?:([A-Za-z]+)\.?\s+{_DAY},?|{_DAY}\s+([A-Za-z]+)\.?,?)\s+(\d{{4}})\b")
 _MONTH_NAMES = _MONTHS - frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# a title in double quotes ('"Find Me" for ...'): a name, whatever its words; a quoted question is none
+_TITLE = re.compile(r"(?<!\w)[\"“]([^\"“”?]{1,60}?)[\"”](?!\w)")
 
 
 def same_value(a: str, b: str) -> bool:
@@ -44,7 +46,19 @@ def marks(text: str) -> frozenset[str]:
     words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
     body = _HEDGE.sub("", rules.strip_label(text).strip())
     return frozenset(fold(tok) for tok in _TOKEN.findall(body)
-                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS) | _day_months(body)
+                     if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS) | \
+        _day_months(body) | _titles(body)
+
+
+def _titles(body: str) -> frozenset[str]:
+    """The capitalised words of a short title in double quotes, common words too: "Find Me" names an episode, and
+    read without it two texts quoting it named nothing alike."""
+    out: set[str] = set()
+    for span in _TITLE.findall(body):
+        words = span.split()
+        if 0 < len(words) <= 6 and span[:1].isupper() and not asked.opens(span):
+            out.update(fold(t) for t in _TOKEN.findall(span) if _is_word(t) and (t[:1].isupper() or t[:1].isdigit()))
+    return frozenset(out)
 
 
 @lru_cache(maxsize=65536)
