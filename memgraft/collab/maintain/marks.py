@@ -42,8 +42,9 @@ def same_value(a: str, b: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def marks(text: str) -> frozenset[str]:
-    """The words a value or a name is made of: capitalised words anywhere (a one-word value after "?" too) and
-    words with digits (years included: "1968" and "1980" are two answers), folded; kind tags and hedges cut."""
+    """The words a value or a name is made of: capitalised words anywhere (a one-word value after "?" too), words
+    with digits (years included: "1968" and "1980" are two answers) and a quoted title's words, folded; kind tags
+    and hedges cut."""
     body = _HEDGE.sub("", rules.strip_label(text).strip())
     return frozenset(fold(tok) for tok in _TOKEN.findall(body)
                      if name_or_number(tok) and not _PRONOUN_I.match(tok) and fold(tok) not in _JOINERS) | \
