@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from memgraft.collab.maintain import change, marks, restated, subject, topic, values
+from memgraft.collab.maintain import change, marks, restated, spelled, subject, topic, values
 from memgraft.collab.maintain.features import N_LEXICAL, pair_features
 from memgraft.collab.maintain.judgement import LABELS, Judgement, Target, may_revise, normalise
 from memgraft.collab.types import Action, Memory, Relation
@@ -138,8 +138,9 @@ class JudgePolicy:
         """P(neutral, compatible, contradiction) per pair, [n, 3]."""
         if not a:
             return np.zeros((0, len(LABELS)), np.float32)
-        u, v = self._vectors(a), self._vectors(b)
-        texts_a, texts_b = [m.maintained for m in a], [m.maintained for m in b]
+        # an acronym one memory spells out is read in its words ("the MPIA": "the Max Planck Institute for ...")
+        texts_a, texts_b = map(list, zip(*(spelled.spell_out(x.maintained, y.maintained) for x, y in zip(a, b))))
+        u, v = self._vectors(a, texts_a), self._vectors(b, texts_b)
         return self.blend(texts_a, texts_b, self.model.probabilities(pair_features(texts_a, texts_b, u, v)))
 
     def blend(self, texts_a: Sequence[str], texts_b: Sequence[str], probs: np.ndarray) -> np.ndarray:
@@ -333,12 +334,14 @@ class JudgePolicy:
         return target.words is not None and subject.same_subject(a, b) is None and not topic.same_question(a, b) \
             and topic.other_topic(a, b, target.words, self.topic_from)
 
-    def _vectors(self, memories: Sequence[Memory]) -> np.ndarray:
-        out = [m.embedding for m in memories]
-        missing = sorted({m.maintained for m, e in zip(memories, out) if e is None})
+    def _vectors(self, memories: Sequence[Memory], texts: Sequence[str]) -> np.ndarray:
+        """The vectors of ``texts``: a memory's own where the text is its maintained text (or nothing can embed
+        another), else embedded."""
+        out = [m.embedding if t == m.maintained or self.embedder is None else None for m, t in zip(memories, texts)]
+        missing = sorted({t for t, e in zip(texts, out) if e is None})
         if missing:
             if self.embedder is None:
                 raise ValueError("the pair judge needs memory vectors; give the policy an embedder")
             found = dict(zip(missing, np.asarray(self.embedder.encode(missing), np.float32)))
-            out = [e if e is not None else found[m.maintained] for m, e in zip(memories, out)]
+            out = [e if e is not None else found[t] for t, e in zip(texts, out)]
         return np.stack([np.asarray(e, np.float32) for e in out])

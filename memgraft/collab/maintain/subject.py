@@ -252,21 +252,27 @@ def spells(run: tuple[str, ...], text: str) -> bool:
     """A one-word name run of three letters or more is the initials of capitalised words in ``text``, in a row,
     its small words skipped: "MPIA" is spelled by "Max Planck Institute for Astronomy", "MIT" by "Massachusetts
     Institute of Technology"."""
-    if len(run) != 1 or len(run[0]) < 3 or not run[0].isalpha():
-        return False
-    acr, words = run[0], _WORD.findall(text)
+    return len(run) == 1 and spelling(run[0], text) is not None
+
+
+def spelling(acr: str, text: str) -> str | None:
+    """The words of ``text`` whose initials ``acr`` is (see :func:`spells`), as written there; None if none."""
+    if len(acr) < 3 or not acr.isalpha():
+        return None
+    acr, words = fold(acr), list(_WORD.finditer(text))
     for start, first in enumerate(words):
-        if not first[0].isupper() or fold(first)[0] != acr[0]:
+        if not first[0][0].isupper() or fold(first[0])[0] != acr[0]:
             continue
         k = 0
-        for w in words[start:]:
+        for m in words[start:]:
+            w = m[0]
             if w[0].isupper() and fold(w)[0] == acr[k]:
                 k += 1
                 if k == len(acr):
-                    return True
+                    return text[first.start():m.end()].rstrip(".")
             elif not (w.islower() and w in rules.STOP_WORDS):
                 break
-    return False
+    return None
 
 
 def _initial(x: str, y: str) -> bool:
