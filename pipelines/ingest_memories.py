@@ -46,6 +46,7 @@ import typer
 from memgraft.collab.bank import BankError, open_bank
 from memgraft.collab.bank import pool as bank_pool
 from memgraft.collab.bank.backend import check_location, hide_password, is_postgres
+from memgraft.collab.bank.outage import ride_out
 from memgraft.collab.ingest import StreamError, TeamStats, read_stream
 from memgraft.config import Settings, load_settings
 from memgraft.models.threads import available_cpus
@@ -72,6 +73,14 @@ def embedder_dtype_here(dtype: str, settings: Settings | None = None) -> str:
     return load_embedder(s).dtype
 
 
+def open_through_outage(bank: str, embedder: Any, budget_s: float) -> Any:
+    """The bank, opened again while its server is away for up to ``budget_s`` (``bank.outage_retry_s``): a worker
+    that starts while PostgreSQL restarts waits for it as a write does, instead of dying in its constructor and
+    failing every team it was to take."""
+    return ride_out(lambda: open_bank(bank, embedder), budget_s, hide_password(bank),
+                    "opening it for an ingest worker")
+
+
 @ray.remote
 class IngestWorker:
     """Holds one embedder, one policy and one bank connection; applies whole teams, one at a time."""
@@ -89,7 +98,7 @@ class IngestWorker:
         embedder = MemoEmbedder(inner)
         self.policy = policy_factory(s, embedder) if policy_factory else make_policy(s, embedder=embedder)
         bank_pool.configure(s.bank)  # a PostgreSQL bank's pool size and timeouts in this worker
-        self.bank = open_bank(bank, embedder)
+        self.bank = open_through_outage(bank, embedder, s.bank.outage_retry_s)
         self.updater = Updater(self.bank, self.policy, s.hicomer)
 
     def ready(self) -> tuple[str, str]:

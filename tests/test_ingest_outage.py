@@ -76,6 +76,29 @@ def test_a_server_restart_mid_ingest_is_ridden_out_and_the_bank_equals_an_uninte
     assert bank_rows(url) == clean[1]  # memories and decisions: nothing lost, nothing twice
 
 
+def test_a_worker_that_opens_the_bank_during_a_restart_waits_for_the_server(pg_server, short_waits):
+    """An ingest worker whose constructor met a restart died in it ("no connection within bank.pool_timeout_s"),
+    and every team it was to take failed (seen on a busy machine, where the workers started late); it now waits
+    for the server as a group's write does."""
+    from pipelines.ingest_memories import open_through_outage
+
+    url = pg_server.database()
+    pg_server.pause()
+    back = threading.Timer(1.5, pg_server.resume)
+    back.start()
+    try:
+        with open_through_outage(url, HashEmbedder(), 30) as bank:
+            assert bank.teams() == []
+    finally:
+        back.join()
+    pg_server.pause()
+    try:
+        with pytest.raises(BankUnavailable, match="still unavailable .* while opening it for an ingest worker"):
+            open_through_outage(url, HashEmbedder(), 1.0)
+    finally:
+        pg_server.resume()
+
+
 def test_a_commit_whose_answer_is_lost_counts_once(stream, clean, pg_url, monkeypatch):
     """The server goes away during ``COMMIT`` after the group is in: the retry finds it applied by that very
     attempt, reports it applied (decisions read back), and writes nothing twice."""
