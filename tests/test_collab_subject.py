@@ -91,18 +91,25 @@ def test_an_acronym_names_the_subject_it_abbreviates():
                                 "the rector of the Massachusetts Institute of Technology is Susan Hockfield")
     assert subject.same_subject("the director of the Max Planck Institute for Physics is Hans Ritter", mpia) is False
     assert not subject.spells(("usa",), "the United Kingdom of Great Britain")
+    # a hyphenated name gives each part's initial, and a short word in another language is skipped
+    assert subject.same_subject("Which person directed the Max-Planck-Institut für Astronomie? Guido Münch.", mpia)
+    assert not subject.spells(("mpia",), "the Max-Planck-Institut, a big Astronomy department")
 
 
-@pytest.mark.parametrize("old", [
-    "Starting in 1999, the records give Hans-Walter Rix for the director of Max Planck Institute for Astronomy.",
-    "last I looked, the director of Max Planck Institute for Astronomy → Hans-Walter Rix",
+@pytest.mark.parametrize("old,full", [
+    ("Starting in 1999, the records give Hans-Walter Rix for the director of Max Planck Institute for Astronomy.",
+     "Max Planck Institute for Astronomy"),
+    ("Which person directed the Max-Planck-Institut für Astronomie? Hans-Walter Rix.",
+     "Max-Planck-Institut für Astronomie"),
+    ("last I looked, the director of Max Planck Institute for Astronomy → Hans-Walter Rix",
+     "Max Planck Institute for Astronomy"),
 ])
-def test_a_record_naming_its_subject_by_an_acronym_supersedes_the_written_out_one(default, old):
+def test_a_record_naming_its_subject_by_an_acronym_supersedes_the_written_out_one(default, old, full):
     """The judge reads the pair with the acronym written out the other memory's way: it read "who managed the
     MPIA" against "the director of Max Planck Institute for Astronomy" as neutral at 1.00, and the director
     before the record stayed valid (TimeQA dev, prose). The memories keep their own words."""
     new = "The answer to 'which person was the managing director of the MPIA' changed in 2001 to Thomas Henning."
-    assert spelled.spell_out(old, new)[1] == new.replace("the MPIA", "the Max Planck Institute for Astronomy")
+    assert spelled.spell_out(old, new)[1] == new.replace("MPIA", full)
     assert spelled.spell_out("Deploys use the CI runner.", new) == ("Deploys use the CI runner.", new)
     target, record = mem("old", "team", old), mem("new", "team", new, years=2)
     assert_retired(judge(default, target, record))

@@ -255,22 +255,27 @@ def spells(run: tuple[str, ...], text: str) -> bool:
     return len(run) == 1 and spelling(run[0], text) is not None
 
 
+_NAME_JOINERS = _JOINERS | frozenset("für des di y e et zu dos das do em".split())  # "Institut für Astronomie"
+
+
 def spelling(acr: str, text: str) -> str | None:
-    """The words of ``text`` whose initials ``acr`` is (see :func:`spells`), as written there; None if none."""
+    """The words of ``text`` whose initials ``acr`` is (see :func:`spells`), as written there; None if none. A
+    hyphenated name gives each part's initial, and a name's small joining word in any language is skipped:
+    "Max-Planck-Institut für Astronomie" spells "MPIA"."""
     if len(acr) < 3 or not acr.isalpha():
         return None
-    acr, words = fold(acr), list(_WORD.finditer(text))
-    for start, first in enumerate(words):
-        if not first[0][0].isupper() or fold(first[0])[0] != acr[0]:
+    acr, words = fold(acr), [(part, m.start(), m.end()) for m in _WORD.finditer(text)
+                             for part in (m[0].split("-") if m[0][0].isupper() else (m[0],)) if part]
+    for start, (first, at, _) in enumerate(words):
+        if not first[0].isupper() or fold(first)[0] != acr[0]:
             continue
         k = 0
-        for m in words[start:]:
-            w = m[0]
+        for w, _, end in words[start:]:
             if w[0].isupper() and fold(w)[0] == acr[k]:
                 k += 1
                 if k == len(acr):
-                    return text[first.start():m.end()].rstrip(".")
-            elif not (w.islower() and w in rules.STOP_WORDS):
+                    return text[at:end].rstrip(".")
+            elif not (w.islower() and (w in rules.STOP_WORDS or w in _NAME_JOINERS)):
                 break
     return None
 
