@@ -23,11 +23,10 @@ _ACRONYM = re.compile(r"(?<![\w-])[A-Z]{3,}(?![\w-])")
 def _written_out(text: str, other: str) -> str:
     """``text`` with each acronym ``other`` spells (and does not use itself) in ``other``'s words."""
     spelt = {}
-    for acr in set(_ACRONYM.findall(text)):
-        if not re.search(rf"(?<![\w-]){acr}(?![\w-])", other):
-            full = subject.spelling(acr, other)
-            if full is not None:
-                spelt[acr] = full
+    for acr in set(_ACRONYM.findall(text)) - set(_ACRONYM.findall(other)):
+        full = subject.spelling(acr, other)
+        if full is not None:
+            spelt[acr] = full
     if not spelt:
         return text
     return _ACRONYM.sub(lambda m: spelt.get(m[0], m[0]), text)
