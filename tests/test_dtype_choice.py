@@ -1,6 +1,6 @@
 """Dtypes chosen by measurement: probed once per model and CPU, cached, explicit dtypes never probed.
 
-Nothing here asserts a time: probes are counted, and timings are injected.
+Nothing here asserts a time: probes are counted, and timings are injected (as rates, or as costs slept).
 """
 
 from __future__ import annotations
@@ -122,6 +122,57 @@ def test_embedder_probe_rejects_bf16_whose_vectors_differ():
     far = {t.dtype: t for t in dtype.probe_sentence_transformer(FakeST(drift=0.3), rounds=1)}
     assert close[BFLOAT16].accurate and not far[BFLOAT16].accurate
     assert far[FLOAT32].accurate and "cosine" in far[BFLOAT16].detail
+
+
+class WordTokenizer:
+    pad_token_id = 0
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return " ".join(m["content"] for m in messages)
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [1 + i % 50 for i, _ in enumerate(text.split())]}
+
+
+class CostedLM:
+    """Stands in for a causal LM whose work costs are set per dtype, as seconds slept: its bf16 copy decodes
+    faster than fp32 and prefills more slowly, as SmolLM2 did on an EPYC without avx512_bf16."""
+
+    COSTS = {FLOAT32: (0.0001, 0.003), BFLOAT16: (0.0007, 0.002)}  # (per prompt token, per new token)
+
+    def __init__(self):
+        self.dtype, self.prompts = FLOAT32, []
+
+    def to(self, torch_dtype):
+        self.dtype = BFLOAT16 if "bfloat16" in str(torch_dtype) else FLOAT32
+        return self
+
+    def generate(self, input_ids, max_new_tokens, **_):
+        import time
+
+        import torch
+
+        self.prompts.append(input_ids.shape[1])
+        per_prompt, per_new = self.COSTS[self.dtype]
+        time.sleep(per_prompt * input_ids.shape[1] + per_new * max_new_tokens)
+        return torch.cat([input_ids, torch.full((1, max_new_tokens), 7)], dim=1)
+
+    def __call__(self, ids):
+        import torch
+
+        logits = torch.zeros(1, ids.shape[1], 50)
+        logits[..., 7] = 5.0
+        return type("Out", (), {"logits": logits})()
+
+
+def test_the_llm_probe_times_a_prompt_as_long_as_real_calls_and_its_prefill():
+    """HGMem's and the updater's prompts run to hundreds of tokens. A probe on a 15-token prompt chose bf16 for
+    its faster decoding, though its prefill was so slow that every real call ran at half fp32's speed."""
+    model = CostedLM()
+    trials = {t.dtype: t for t in dtype.probe_causal_lm(model, WordTokenizer(), rounds=1)}
+    assert min(model.prompts) >= 250  # as real calls: a few hundred prompt tokens, not a one-line question
+    assert trials[BFLOAT16].accurate and trials[FLOAT32].rate > trials[BFLOAT16].rate
+    assert choose(list(trials.values())).dtype == FLOAT32
 
 
 @pytest.mark.slow

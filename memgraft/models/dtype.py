@@ -33,7 +33,7 @@ log = logging.getLogger("memgraft.models.dtype")
 AUTO = "auto"
 FLOAT32, BFLOAT16 = "float32", "bfloat16"
 CACHE_FILE = "dtype-choices.json"
-PROBE_VERSION = "2"  # part of the key: a changed probe measures anew
+PROBE_VERSION = "3"  # part of the key: a changed probe measures anew
 
 # Embeddings: bf16 must keep every probe text's vector this close to fp32's.
 MIN_COSINE = 0.999
@@ -63,9 +63,12 @@ PROBE_TEXTS = [
     "She was elected mayor in 2004 and re-elected twice before retiring from public office.",
     "The protocol requires two signatures before any sample leaves the cold storage room.",
 ]
-PROBE_PROMPT = [{"role": "user", "content": "Name three facts about the Moon, briefly."}]
-# Long enough that decoding, not the prompt's prefill, dominates: at 24 tokens SmolLM2's bf16/fp32
-# ratio here was 1.03, at 64 tokens 1.46.
+# A call as the system makes one: HGMem's and the updater's prompts run 300 to 1,400 tokens, so the probe's
+# prompt holds a few hundred (about 400 with SmolLM2's tokenizer) and its timing covers the prefill, then
+# decoding. With a 15-token prompt, bf16 decoded SmolLM2 1.5x as fast as fp32 on an EPYC without avx512_bf16,
+# yet prefilled 300 tokens 6x as slowly: the probe chose bf16, and real calls ran at about half fp32's speed.
+PROBE_PROMPT = [{"role": "user", "content": "Notes:\n" + "\n".join(PROBE_TEXTS * 2)
+                 + "\n\nName three facts these notes state, briefly."}]
 PROBE_NEW_TOKENS = 48
 # bf16 must beat fp32 (exact, the reference) by this much: a near-tie is noise on a shared machine.
 MIN_GAIN = 0.05
@@ -240,7 +243,8 @@ def probe_sentence_transformer(model: Any, texts: Sequence[str] = PROBE_TEXTS, r
 
 
 def probe_causal_lm(model: Any, tokenizer: Any, new_tokens: int = PROBE_NEW_TOKENS, rounds: int = 2) -> list[Trial]:
-    """Time greedy decoding of a loaded fp32 model against a bf16 copy; bf16's logits on fp32's tokens."""
+    """Time whole greedy calls (prefill, then decoding) of a loaded fp32 model against a bf16 copy; bf16's logits
+    on fp32's tokens."""
     import torch
 
     text = tokenizer.apply_chat_template(PROBE_PROMPT, tokenize=False, add_generation_prompt=True)
