@@ -167,6 +167,9 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     skip = done_ids(answers, retry_failed, method)
     todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
     log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
+    if not todo:  # a finished run: no engine to load, no workers to start
+        return {"answered": 0, "failed": 0, "tokens": 0, "skipped": len(skip), "workers": 0, "seconds": 0.0,
+                "questions_per_s": 0.0, "output": str(answers)}
     started = init_ray()
     t0 = time.perf_counter()
     engine = llm is None and settings.models.llm_backend != "openai"

@@ -64,7 +64,7 @@ def test_driver_answers_every_question_once(slice_graph, settings, questions, tm
 
     # Rerun: nothing new to do; --retry-failed reruns only the failed one, replacing its line.
     again = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", llm=llm)
-    assert again["skipped"] == 6 and again["answered"] == 0
+    assert again["skipped"] == 6 and again["answered"] == 0 and again["workers"] == 0  # none started for nothing
     retry = run_answers(s, str(slice_graph[0]), str(questions), str(out), "hgmem", retry_failed=True,
                         llm=ScriptedLLM(HGMemScript()))
     assert retry["answered"] == 1
