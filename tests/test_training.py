@@ -78,10 +78,13 @@ def test_sft_trains_in_ray_train_and_resumes_at_the_saved_step(sft_run):
     assert json.loads((out / "metrics.json").read_text())["train"]["step"] == 3
 
 
-def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny):
+def test_sft_rerun_after_the_last_step_trains_nothing(sft_run, tiny, monkeypatch):
+    import training.common
     from training.updater_sft import run_sft
 
     out, _, second = sft_run
+    # the run's latest checkpoint is read from its storage: no worker group is started to find there is nothing to do
+    monkeypatch.setattr(training.common, "fit", lambda *a, **k: pytest.fail("a finished run started Ray Train"))
     again = run_sft(sft_settings(tiny, 3), out, evaluate_before=False, evaluate_after=False)
     assert again["train"]["checkpoint"] == second["train"]["checkpoint"]  # the restored run's latest
     assert again["train"]["step"] == 3

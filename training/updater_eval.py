@@ -114,15 +114,17 @@ def print_scores(title: str, rows: Sequence[tuple[str, dict[str, Any]]]) -> None
 
 
 def train_export_score(loop: Any, config: dict[str, Any], settings: Settings, output: Path, run_name: str,
-                       resume: bool, report: dict[str, Any], *, stage: str, rows: Sequence[Row] | None) -> dict[str, Any]:
-    """The tail SFT and GRPO share: fit ``loop`` in Ray Train, export ``<output>/model``, record the run
-    under ``report["train"]``, score the model on ``rows`` (None: skip) under ``report[stage]``, and
-    write ``<output>/metrics.json``."""
+                       resume: bool, report: dict[str, Any], *, stage: str, rows: Sequence[Row] | None,
+                       max_steps: int) -> dict[str, Any]:
+    """The tail SFT and GRPO share: fit ``loop`` in Ray Train (unless a resumed run already took its
+    ``max_steps``), export ``<output>/model``, record the run under ``report["train"]``, score the model on
+    ``rows`` (None: skip) under ``report[stage]``, and write ``<output>/metrics.json``."""
     from training.common import fit, storage_path, write_json
-    from training.hf_run import export_model
+    from training.hf_run import export_model, finished_run
 
     storage = storage_path(settings.training, output)
-    result = fit(loop, config, settings, storage, run_name, resume)
+    result = (finished_run(storage, run_name, max_steps) if resume else None) or fit(
+        loop, config, settings, storage, run_name, resume)
     if result.checkpoint is None:
         raise RuntimeError(f"the {stage.upper()} run under {storage}/{run_name} reported no checkpoint")
     model_dir = export_model(result.checkpoint, output / "model")

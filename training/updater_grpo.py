@@ -120,7 +120,7 @@ def run_grpo(settings: Settings, output: str | Path, init: str | None = None, *,
                               **{k: previous[k] for k in ("before", "sft") if k in previous}}
     config = {"settings": settings.model_dump(), "model": start, "records": records, "run_id": uuid.uuid4().hex}
     return train_export_score(grpo_loop, config, settings, out, RUN_NAME, resume, report, stage="grpo",
-                              rows=data.eval_rows if evaluate_after else None)
+                              rows=data.eval_rows if evaluate_after else None, max_steps=t.grpo_max_steps)
 
 
 app = typer.Typer(add_completion=False, help=__doc__)

@@ -87,7 +87,7 @@ def run_sft(settings: Settings, output: str | Path, *, resume: bool = True, eval
     config = {"settings": settings.model_dump(), "model": base_model(settings), "records": records,
               "run_id": uuid.uuid4().hex}
     return train_export_score(sft_loop, config, settings, out, RUN_NAME, resume, report, stage="sft",
-                              rows=data.eval_rows if evaluate_after else None)
+                              rows=data.eval_rows if evaluate_after else None, max_steps=t.sft_max_steps)
 
 
 app = typer.Typer(add_completion=False, help=__doc__)
