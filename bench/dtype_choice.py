@@ -4,8 +4,9 @@
 
 Runs the same probes as ``dtype: auto`` (``memgraft.models.dtype``), afresh: the
 cache is neither read nor written. Prints texts/s (embedder, 16 fixed texts) or
-tokens/s (LLM, greedy, one sequence), the bf16/fp32 ratio, the accuracy figure,
-and the choice; the last line says what the cache holds for this machine.
+tokens/s (LLM: whole greedy calls, a prompt of about 400 tokens then ``--tokens``, one
+sequence), the bf16/fp32 ratio, the accuracy figure, and the choice; the last line says
+what the cache holds for this machine.
 """
 
 from __future__ import annotations
