@@ -21,10 +21,9 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def convert(model: str, once: bool) -> tuple[float, Path]:
+def convert(model: str, once: bool, cache: Path) -> tuple[float, Path]:
     from memgraft.models.llm import transformers_backend as tb
 
-    cache = Path(tempfile.mkdtemp(prefix="gguf-bench-"))
     real = tb._gguf_parsed_once
     if not once:
         tb._gguf_parsed_once = contextlib.nullcontext  # transformers' own parsing
@@ -51,10 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bundled:SmolLM2-135M-Instruct")
     args = parser.parse_args(argv)
-    plain, a = convert(args.model, once=False)
-    once, b = convert(args.model, once=True)
+    with tempfile.TemporaryDirectory(prefix="gguf-bench-") as tmp:  # two converted models: ~1 GB, deleted after
+        plain, a = convert(args.model, once=False, cache=Path(tmp) / "plain")
+        once, b = convert(args.model, once=True, cache=Path(tmp) / "once")
+        same = same_output(a, b)
     print(f"{args.model}: transformers' parsing {plain:.1f} s, one parse per file {once:.1f} s "
-          f"(ratio {plain / once:.2f}); same weights, config and tokenizer: {same_output(a, b)}")
+          f"(ratio {plain / once:.2f}); same weights, config and tokenizer: {same}")
     return 0
 
 
