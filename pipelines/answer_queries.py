@@ -167,9 +167,10 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
     skip = done_ids(answers, retry_failed, method)
     todo = [q for q in read_questions(questions) if str(q["id"]) not in skip][: limit if limit else None]
     log.info("%d questions to answer (%d already in %s)", len(todo), len(skip), answers)
+    counts = {"answered": 0, "failed": 0, "tokens": 0}
     if not todo:  # a finished run: no engine to load, no workers to start
-        return {"answered": 0, "failed": 0, "tokens": 0, "skipped": len(skip), "workers": 0, "seconds": 0.0,
-                "questions_per_s": 0.0, "output": str(answers)}
+        return {**counts, "skipped": len(skip), "workers": 0, "seconds": 0.0, "questions_per_s": 0.0,
+                "output": str(answers)}
     started = init_ray()
     t0 = time.perf_counter()
     engine = llm is None and settings.models.llm_backend != "openai"
@@ -184,7 +185,6 @@ def run_answers(settings: Settings, graph: str, questions: str, output: str, met
             .remote(graph, settings, llm) for _ in range(workers)]
     pending: dict[Any, tuple[dict[str, Any], int]] = {}
     load = [0] * len(pool)  # questions in flight per worker: each new one goes to the least loaded
-    counts = {"answered": 0, "failed": 0, "tokens": 0}
     queue = list(todo)
     with answers.open("a", encoding="utf-8") as sink, Progress(f"answer ({method})", len(todo), "questions") as bar:
         while queue or pending:
