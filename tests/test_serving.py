@@ -3,7 +3,8 @@
 One application for the module (Serve's start-up is the slow part): the real
 embedder and cosine reranker deployments, a scripted LLM in the LLM deployment
 (SmolLM2 on 2 cores would take minutes per HGMem question), the session's
-MuSiQue slice graph, and team banks written through the rules updater.
+MuSiQue slice graph, and team banks written through the rules updater, on the session's PostgreSQL server with
+two ingress replicas (file banks behind Serve are tests/test_serve_load.py's and tests/test_serve_real.py's).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from tests.waiting import gate, wait_until
 pytestmark = pytest.mark.slow
 
 APP = "memgraft-test"
-TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001"}, "readers": ["tok-read-0001"]}
-LAB, OPS, READ = ({"Authorization": f"Bearer {t}"} for t in ("tok-lab-0001", "tok-ops-0001", "tok-read-0001"))
+TOKENS = {"teams": {"lab": "tok-lab-0001", "ops": "tok-ops-0001", "rel": "tok-rel-0001"},
+          "readers": ["tok-read-0001"]}
+LAB, OPS, REL, READ = ({"Authorization": f"Bearer {t}"}
+                       for t in ("tok-lab-0001", "tok-ops-0001", "tok-rel-0001", "tok-read-0001"))
 QUESTION = "Who published the Journal of Psychotherapy Integration?"
 
 
@@ -43,19 +46,19 @@ G2 = group("lab", "g2", 7, ("team", "Samples are stored at -80 C in freezer B.")
 
 
 @pytest.fixture(scope="module")
-def served(ray_local, slice_graph, tmp_path_factory):
-    """(base URL, state folder) of the application, shut down after the module."""
+def served(ray_local, slice_graph, pg_server, tmp_path_factory):
+    """(base URL, state folder, banks URL) of the application, shut down after the module."""
     from ray import serve
 
     from serving.application import compose
     from serving.settings import load_profile
 
-    state = tmp_path_factory.mktemp("serving")
+    state, banks = tmp_path_factory.mktemp("serving"), pg_server.database()
     (state / "graphs").mkdir()
     (state / "graphs" / "slice").symlink_to(slice_graph[0], target_is_directory=True)
     (state / "tokens.json").write_text(json.dumps(TOKENS))
     settings, serving = load_profile("local", [
-        f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_dir={state / 'banks'}",
+        f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_url={banks}", "serving.deployments.ingress.replicas=2",
         f"serving.traces_dir={state / 'traces'}", "serving.max_body_bytes=65536"],
         tokens_file=str(state / "tokens.json"))
     for module in (tests.doubles, tests.serving_helpers, sys.modules[__name__]):
@@ -64,7 +67,7 @@ def served(ray_local, slice_graph, tmp_path_factory):
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(compose(settings, serving, llm_factory=scripted_llm), name=APP, route_prefix="/")
-        yield f"http://127.0.0.1:{port}", state
+        yield f"http://127.0.0.1:{port}", state, banks
     finally:
         serve.shutdown()
 
@@ -274,6 +277,48 @@ def _until_ok(send, seconds: float = 120.0) -> httpx.Response:
         time.sleep(1)
 
 
+def test_two_ingress_replicas_write_one_team_on_a_postgres_bank(served):
+    """``serving.banks_url`` on PostgreSQL and ``serving.deployments.ingress.replicas: 2`` in the real Serve app:
+    writes for one team sent at once all land, through both replicas, with one unbroken decision log."""
+    import psycopg
+    from ray import serve
+
+    from memgraft.collab.bank import open_bank
+    from tests.collab_bank_helpers import chained_logs
+
+    base, _, url = served
+    replicas = serve.status().applications[APP].deployments["ingress"].replica_states
+    assert replicas.get("RUNNING") == 2, replicas
+    results: dict[int, httpx.Response | Exception] = {}
+
+    def post(i: int) -> None:
+        body = group("rel", f"pg{i}", 10,  # one time for all: the order the replicas commit in is free
+                     ("team", f"The deploy window moves to slot {i}."),
+                     ("individual", f"Note {i}: I deployed in the old window."))
+        try:
+            with httpx.Client(base_url=base, timeout=120) as c:
+                results[i] = c.post("/v1/teams/rel/groups", json=body, headers=REL)
+        except httpx.HTTPError as err:
+            results[i] = err
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in results.values()), results
+    assert len(results) == 8
+    with psycopg.connect(url) as conn:  # each replica holds its own connection to the bank
+        others = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]
+    assert others >= 2, others
+    with httpx.Client(base_url=base, timeout=120) as c:
+        hits = c.post("/v1/teams/rel/search", json={"query": "When is the deploy window?", "k": 10}, headers=REL)
+    assert hits.status_code == 200, hits.text
+    with open_bank(url) as bank:
+        assert bank.stats("rel")["groups"] == 8 and chained_logs(bank, "rel") > 0
+
+
 def test_a_replica_killed_mid_request_is_replaced(client, lab_bank):
     import ray
 
@@ -313,61 +358,3 @@ def test_killed_embedder_and_ingress_replicas_are_replaced(client, lab_bank):
     assert r.json()["hits"][0]["memory"]["maintained"].startswith("Samples are stored")
     for deployment, names in killed.items():
         assert not names & {n for n, _ in _replica_actors(deployment)}
-
-
-def test_two_ingress_replicas_write_one_team_on_a_postgres_bank(served, pg_url):
-    """``serving.banks_url`` on PostgreSQL and ``serving.deployments.ingress.replicas: 2`` in a real Serve app:
-    writes for one team sent at once all land, through both replicas, with one unbroken decision log."""
-    import psycopg
-    from ray import serve
-
-    from serving.application import compose
-    from serving.settings import load_profile
-
-    base, state = served
-    url, name = pg_url(), "memgraft-pg"
-    settings, serving = load_profile("local", [
-        f"serving.graphs_dir={state / 'graphs'}", f"serving.banks_url={url}", f"serving.traces_dir={state / 'pg'}",
-        "serving.deployments.ingress.replicas=2",
-        # beside the module's app on a 2-CPU Ray: this one's replicas must fit in what is left
-        "serving.deployments.ingress.num_cpus=0.1", "serving.deployments.llm.num_cpus=0",
-        "serving.deployments.embedder.num_cpus=0", "serving.deployments.reranker.num_cpus=0"],
-        tokens_file=str(state / "tokens.json"))
-    serve.run(compose(settings, serving, llm_factory=scripted_llm), name=name, route_prefix="/pg")
-    try:
-        replicas = [a for a in serve.status().applications[name].deployments["ingress"].replica_states.items()]
-        assert dict(replicas).get("RUNNING") == 2, replicas
-        results: dict[int, httpx.Response | Exception] = {}
-
-        def post(i: int) -> None:
-            body = group("lab", f"pg{i}", 10,  # one time for all: the order the replicas commit in is free
-                         ("team", f"The deploy window moves to slot {i}."),
-                         ("individual", f"Note {i}: I deployed in the old window."))
-            try:
-                with httpx.Client(base_url=base, timeout=120) as c:
-                    results[i] = c.post("/pg/v1/teams/lab/groups", json=body, headers=LAB)
-            except httpx.HTTPError as err:
-                results[i] = err
-
-        threads = [threading.Thread(target=post, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=180)
-        assert all(isinstance(r, httpx.Response) and r.status_code == 200 for r in results.values()), results
-        assert len(results) == 8
-        with psycopg.connect(url) as conn:  # each replica holds its own connection to the bank
-            others = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                  "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchone()[0]
-        assert others >= 2, others
-        with httpx.Client(base_url=base, timeout=120) as c:
-            hits = c.post("/pg/v1/teams/lab/search", json={"query": "When is the deploy window?", "k": 10},
-                          headers=LAB)
-        assert hits.status_code == 200, hits.text
-        from memgraft.collab.bank import open_bank
-        from tests.collab_bank_helpers import chained_logs
-
-        with open_bank(url) as bank:
-            assert bank.stats("lab")["groups"] == 8 and chained_logs(bank, "lab") > 0
-    finally:
-        serve.delete(name)
