@@ -54,7 +54,7 @@ class BatchingEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
-    def __getattr__(self, attr: str):  # tokenizer, max_seq_length, ...: the inner model's
+    def __getattr__(self, attr: str):  # max_seq_length, dtype, ...: the inner model's
         if attr.startswith("_") or attr == "inner":
             raise AttributeError(attr)
         return getattr(self.inner, attr)

@@ -23,7 +23,8 @@ class Embedder(Protocol):
 
 
 class SentenceTransformerEmbedder:
-    """sentence-transformers model loaded once, from a local path or (cluster) the hub.
+    """sentence-transformers model loaded once, from a local path or (cluster) the hub; on a CPU, a local folder
+    of plain BERT and mean pooling (the bundled default) loads through :mod:`memgraft.models.bert` instead.
 
     ``dtype="auto"`` loads the measured choice for this model and CPU
     (``memgraft.models.dtype``), probing once per machine into ``cache_path``.
@@ -32,14 +33,19 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str, *, dtype: str = "float32", batch_size: int = 32, threads: int = 0,
                  cache_path: Path | None = None):
         import torch
-        from sentence_transformers import SentenceTransformer
 
+        from memgraft.models.bert import BertSentenceEncoder, plain_bert_folder
         from memgraft.models.dtype import probe_sentence_transformer, resolve_dtype
 
         set_torch_threads(threads)
         self.name = display_name(model)
         path = resolve(model)
-        self._model = SentenceTransformer(path, device="cpu" if not torch.cuda.is_available() else None)
+        if plain_bert_folder(path) and not torch.cuda.is_available():
+            self._model = BertSentenceEncoder(path)  # the same vectors without importing sentence-transformers
+        else:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(path, device="cpu" if not torch.cuda.is_available() else None)
         self.dtype = resolve_dtype(dtype, model=model, cache_path=cache_path or _default_cache(),
                                    probe=lambda: probe_sentence_transformer(self._model), unit="texts/s")
         if self.dtype == "bfloat16":
@@ -53,10 +59,6 @@ class SentenceTransformerEmbedder:
         m = settings.models
         return cls(m.embedder, dtype=m.embedder_dtype, batch_size=m.embed_batch_size, threads=m.torch_threads,
                    cache_path=settings.cache_path)
-
-    @property
-    def tokenizer(self):
-        return self._model.tokenizer
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
