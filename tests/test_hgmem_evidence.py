@@ -26,6 +26,35 @@ def test_budgets_are_counted_by_the_llms_tokenizer(settings):
     assert c.truncate("short text", 30) == "short text"
 
 
+def test_the_bundled_llms_counter_is_its_tokenizer_without_transformers(settings):
+    """The converted folder's tokenizer.json alone: transformers' tokens and cut points, in a process that never
+    imports transformers (each question worker and ingress replica counts prompts)."""
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from memgraft.models.llm.transformers_backend import ensure_hf_folder
+    from tests.conftest import REPO
+
+    theirs = AutoTokenizer.from_pretrained(str(ensure_hf_folder(settings.models.llm, settings.cache_path)))
+    ours = counter(settings)
+    texts = [" leading space", "trailing  ", "<|im_start|>user\nhi<|im_end|>", "ünïcödé, 東京 🙂", "\t tab\n\nlines",
+             "3.14159 and 2.71828", "word " * 300, (REPO / "README.md").read_text()[:4000]]
+    for text in texts:
+        ids = theirs(text, add_special_tokens=False, return_offsets_mapping=True)
+        assert ours.count(text) == len(ids["input_ids"])
+        for n in (1, 7, 40):
+            cut = text if len(ids["input_ids"]) <= n else text[:ids["offset_mapping"][n - 1][1]].rstrip() + " …"
+            assert ours.truncate(text, n) == cut
+    code = ("import sys; from memgraft.config import load_settings; from memgraft.models.llm.tokens import "
+            "token_counter; s = load_settings('local'); c = token_counter(s.models.llm, str(s.cache_path)); "
+            "print(type(c).__name__, c.count('hello world'), 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["TokenizerCounter", str(len(theirs("hello world", add_special_tokens=False)
+                                                               ["input_ids"])), "False"], out.stderr[-2000:]
+
+
 def test_every_subquery_shows_its_best_evidence_before_any_shows_its_next(world, settings):
     first = Retrieved(Subquery("a"), [], [], ["c0", "c1", "c2", "c3", "c4"])
     second = Retrieved(Subquery("b"), [], [], ["c6", "c7", "c8", "c9"])

@@ -73,11 +73,19 @@ def token_counter(model: str, cache_path: str) -> TokenCounter:
 @lru_cache(maxsize=8)
 def _load_counter(model: str, cache_path: str) -> TokenCounter:
     from memgraft.models.llm.transformers_backend import ensure_hf_folder
+    from memgraft.models.registry import is_bundled
 
     try:
+        folder = ensure_hf_folder(model, Path(cache_path))
+        if is_bundled(model) and (folder / "tokenizer.json").is_file():
+            # the bundled model's Rust tokenizer alone: the same tokens and offsets (tests/test_tokens.py) without
+            # importing transformers in each question worker and ingress replica; a hub model's tokenizer may
+            # adjust its tokenizer.json from its config on load, so it goes through transformers
+            from memgraft.models.embedder import FastTokenizer
+
+            return TokenizerCounter(FastTokenizer(folder / "tokenizer.json"), model)
         from transformers import AutoTokenizer
 
-        folder = ensure_hf_folder(model, Path(cache_path))
         return TokenizerCounter(AutoTokenizer.from_pretrained(str(folder)), model)
     except Exception as err:  # not on this machine (offline), or not a transformers tokenizer
         log.warning("no tokenizer for %s here (%s: %s); prompt budgets use %d characters a token",
