@@ -5,10 +5,11 @@ and a fresh fold once the adapters change), and ``hicomer.judge_encoder_max_pair
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from memgraft.collab.maintain.judge import JudgePolicy
-from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder
+from memgraft.collab.maintain.pair_encoder import inference_dtype, load_pair_encoder, load_trainable_pair_encoder
 
 A = ["Team decision: the database migration tool is Flyway from now on.", "Lab meeting moves to Thursdays."]
 B = ["Log: today's build used Liquibase as the database migration tool.", "The lab meeting is on Tuesdays."]
@@ -26,7 +27,7 @@ def _unfolded(model, a, b) -> np.ndarray:
 
 
 def test_folded_inference_matches_the_adapters_and_follows_their_changes():
-    model = load_pair_encoder("bundled")
+    model = load_trainable_pair_encoder("bundled")
     folded = model.probabilities(A, B)
     np.testing.assert_allclose(folded, _unfolded(model, A, B), atol=1e-5)
     assert not any("_folded" in k for k in model.state_dict())  # the copy is not saved with the adapters
@@ -40,8 +41,35 @@ def test_folded_inference_matches_the_adapters_and_follows_their_changes():
         np.testing.assert_allclose(changed, _unfolded(model, A, B), atol=1e-5)
     finally:
         with torch.no_grad():
-            weight.copy_(before)  # the bundled encoder is shared in this process (load_pair_encoder caches it)
+            weight.copy_(before)
     np.testing.assert_allclose(model.probabilities(A, B), folded, atol=1e-6)
+
+
+def test_the_loaded_encoder_folds_its_adapters_without_peft_or_transformers(tmp_path):
+    """What the updater and the embedder replica load: the adapters' probabilities, in a process that imports
+    neither peft nor transformers; a file missing an adapter is refused, as a trainable load refuses it."""
+    import subprocess
+    import sys
+
+    from memgraft.collab.maintain.pair_encoder import BUNDLED, FORMAT
+    from memgraft.collab.maintain.weights import read_weights, save_weights
+    from tests.conftest import REPO
+
+    a, b = A + ["The owner of Pelican (Fabergé egg) is Lillian Thomas Pratt. " * 8, ""], B + ["x", "word " * 90]
+    adapters = load_trainable_pair_encoder("bundled").probabilities(a, b)
+    loaded = load_pair_encoder("bundled")
+    assert type(loaded).__name__ == "FoldedPairEncoder"
+    np.testing.assert_allclose(loaded.probabilities(a, b), adapters, atol=1e-5)
+    code = ("import sys; from memgraft.collab.maintain.pair_encoder import load_pair_encoder; "
+            f"p = load_pair_encoder('bundled').probabilities({A!r}, {B!r}); "
+            "print(p.shape, 'peft' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["(2,", "3)", "False", "False"], out.stderr[-2000:]
+    blob = read_weights(BUNDLED, FORMAT)
+    lacking = {k: v for k, v in blob["state"].items() if "layer.3.intermediate" not in k}
+    save_weights(tmp_path / "lacking.pt", FORMAT, blob["config"], lacking, None)
+    with pytest.raises(ValueError, match="lacks adapters for 1 modules .*layer.3.intermediate.dense"):
+        load_pair_encoder(tmp_path / "lacking.pt")
 
 
 class CountingEncoder:

@@ -65,7 +65,7 @@ def encoder_loop(config: dict[str, Any]) -> None:
 def run_encoder(settings: Settings, pairs: Sequence[Any], storage: str, *, resume: bool = True,
                 sample: int = SAMPLE, rounds: int = ROUNDS, rank: int = RANK) -> tuple[Any, dict[str, Any]]:
     """Train on a sample of ``pairs`` (``judge_data.Pair``, both orders); the trained encoder and the run's metrics."""
-    from memgraft.collab.maintain.pair_encoder import load_pair_encoder, training_sample
+    from memgraft.collab.maintain.pair_encoder import load_trainable_pair_encoder, training_sample
 
     chosen = training_sample(pairs, sample, seed=settings.training.seed)
     result = fit(encoder_loop, {"settings": settings.model_dump(), "pairs": chosen, "rounds": rounds, "rank": rank,
@@ -73,5 +73,5 @@ def run_encoder(settings: Settings, pairs: Sequence[Any], storage: str, *, resum
     if result.checkpoint is None:
         raise RuntimeError(f"the pair encoder run under {storage}/{RUN_NAME} reported no checkpoint")
     with result.checkpoint.as_directory() as d:
-        model = load_pair_encoder(Path(d) / ENCODER_FILE)
+        model = load_trainable_pair_encoder(Path(d) / ENCODER_FILE)
     return model, {"pairs": len(chosen), **(result.metrics or {})}

@@ -59,22 +59,40 @@ def _block(hidden: int, inner: int, eps: float) -> nn.ModuleDict:
         "output": nn.ModuleDict({"dense": _linear(inner, hidden), "LayerNorm": nn.LayerNorm(hidden, eps=eps)})})
 
 
-class BertSentenceEncoder(nn.Module):
-    """BERT's encoder, then the mean of the unpadded tokens' states, unit-normalised when the folder says so.
-    Called as a SentenceTransformer is where this code calls one (``encode``, ``to``, the dtype probe)."""
+def bert_config(path: str | Path) -> dict[str, Any]:
+    return dict(_json(Path(path) / "config.json"))
 
-    def __init__(self, path: str | Path):
+
+def bert_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """The folder's encoder weights under this module's names (the pooler, which mean pooling never reads, left out)."""
+    from safetensors.torch import load_file
+
+    weights = load_file(str(Path(path) / "model.safetensors"))
+    return {k.removeprefix("bert."): v for k, v in weights.items()
+            if not k.removeprefix("bert.").startswith("pooler.") and not k.endswith("embeddings.position_ids")}
+
+
+def bert_tokenizer(path: str | Path, max_length: int, pad_id: int = 0) -> Any:
+    """The folder's ``tokenizer.json``, cutting each text (or pair, longest first) at ``max_length`` and padding."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(path) / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.enable_padding(pad_id=pad_id, pad_token=tokenizer.id_to_token(pad_id) or "[PAD]")
+    return tokenizer
+
+
+def mean_pool(states: torch.Tensor, mask: torch.Tensor, floor: float = 1e-9) -> torch.Tensor:
+    weights = mask.unsqueeze(-1).to(states.dtype)
+    return (states * weights).sum(1) / weights.sum(1).clamp(min=floor)
+
+
+class BertEncoder(nn.Module):
+    """BERT's embeddings and encoder layers: token states for ids, their mask and (for pairs) token types."""
+
+    def __init__(self, c: dict[str, Any]):
         super().__init__()
-        from safetensors.torch import load_file
-        from tokenizers import Tokenizer
-
-        p = Path(path)
-        c = _json(p / "config.json")
-        modules = _json(p / "modules.json")
-        self.normalize = len(modules) == 3
         self.heads, hidden, eps = int(c["num_attention_heads"]), int(c["hidden_size"]), float(c["layer_norm_eps"])
-        self.max_seq_length = int(_json(p / "sentence_bert_config.json").get("max_seq_length")
-                                  or c["max_position_embeddings"])
         self.embeddings = nn.ModuleDict({
             "word_embeddings": nn.Embedding(c["vocab_size"], hidden),
             "position_embeddings": nn.Embedding(c["max_position_embeddings"], hidden),
@@ -82,24 +100,17 @@ class BertSentenceEncoder(nn.Module):
             "LayerNorm": nn.LayerNorm(hidden, eps=eps)})
         self.encoder = nn.ModuleDict({"layer": nn.ModuleList(
             _block(hidden, int(c["intermediate_size"]), eps) for _ in range(int(c["num_hidden_layers"])))})
-        weights = {k: v for k, v in load_file(str(p / "model.safetensors")).items()
-                   if not k.startswith("pooler.") and k != "embeddings.position_ids"}
-        self.load_state_dict({k.removeprefix("bert."): v for k, v in weights.items()}, strict=True)
-        self.eval().requires_grad_(False)
-        self.tokenizer = Tokenizer.from_file(str(p / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
-        pad = int(c.get("pad_token_id") or 0)
-        self.tokenizer.enable_padding(pad_id=pad, pad_token=self.tokenizer.id_to_token(pad) or "[PAD]")
 
     def get_embedding_dimension(self) -> int:
         return self.embeddings["word_embeddings"].embedding_dim
 
-    def _states(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def states(self, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor | None = None) -> torch.Tensor:
         e = self.embeddings
         positions = torch.arange(ids.shape[1]).unsqueeze(0)
         x = e["word_embeddings"](ids) + e["position_embeddings"](positions) + e["token_type_embeddings"](
-            torch.zeros_like(ids))
+            torch.zeros_like(ids) if types is None else types)
         x = e["LayerNorm"](x)
+        # padding gets the dtype's lowest score: attention reads real tokens only
         keep = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask == 0, torch.finfo(x.dtype).min)[:, None, None, :]
         b, n, h = x.shape[0], x.shape[1], self.heads
         for layer in self.encoder["layer"]:
@@ -116,14 +127,27 @@ class BertSentenceEncoder(nn.Module):
             x = layer["output"]["LayerNorm"](layer["output"]["dense"](inner) + x)
         return x
 
+
+class BertSentenceEncoder(BertEncoder):
+    """BERT's encoder, then the mean of the unpadded tokens' states, unit-normalised when the folder says so.
+    Called as a SentenceTransformer is where this code calls one (``encode``, ``to``, the dtype probe)."""
+
+    def __init__(self, path: str | Path):
+        c = bert_config(path)
+        super().__init__(c)
+        self.normalize = len(_json(Path(path) / "modules.json")) == 3
+        self.max_seq_length = int(_json(Path(path) / "sentence_bert_config.json").get("max_seq_length")
+                                  or c["max_position_embeddings"])
+        self.load_state_dict(bert_weights(path), strict=True)
+        self.eval().requires_grad_(False)
+        self.tokenizer = bert_tokenizer(path, self.max_seq_length, int(c.get("pad_token_id") or 0))
+
     @torch.inference_mode()
     def _batch(self, texts: Sequence[str]) -> torch.Tensor:
         encoded = self.tokenizer.encode_batch([t.strip() for t in texts])
         ids = torch.tensor([e.ids for e in encoded])
         mask = torch.tensor([e.attention_mask for e in encoded])
-        states = self._states(ids, mask)
-        weights = mask.unsqueeze(-1).to(states.dtype)
-        pooled = (states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        pooled = mean_pool(self.states(ids, mask), mask)
         return (F.normalize(pooled, p=2, dim=1) if self.normalize else pooled).float()
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,

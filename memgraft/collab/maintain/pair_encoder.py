@@ -24,18 +24,23 @@ from collections import defaultdict
 from functools import lru_cache
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
 from memgraft.collab.maintain.judgement import LABELS
+from memgraft.collab.maintain.pair_folded import TARGETS
 from memgraft.collab.maintain.weights import read_weights, save_weights, weights_path
+
+if TYPE_CHECKING:
+    from memgraft.collab.maintain.pair_folded import FoldedPairEncoder
 
 FORMAT = "memgraft.pair-encoder/1"
 BUNDLED = Path(__file__).parent.parent / "assets" / "pair-encoder-all-MiniLM-L6-v2.pt"
 RANK = 16
+ALPHA_PER_RANK = 2  # LoRA alpha = 2 x rank: the adapters' update is scaled by 2, in training and when folded
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,8 @@ class PairEncoder(nn.Module):
         self.config = config
         path = resolve(config.embedder)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        lora = LoraConfig(r=config.rank, lora_alpha=2 * config.rank, lora_dropout=0.05,
-                          target_modules=["query", "key", "value", "dense"])
+        lora = LoraConfig(r=config.rank, lora_alpha=ALPHA_PER_RANK * config.rank, lora_dropout=0.05,
+                          target_modules=sorted(TARGETS))
         with warnings.catch_warnings():  # peft asks transformers a deprecated question; not ours to answer
             warnings.simplefilter("ignore", FutureWarning)
             self.encoder = get_peft_model(AutoModel.from_pretrained(path), lora)
@@ -154,32 +159,53 @@ def inference_dtype(requested: str, cache_path: Path, base: str = EncoderConfig.
     from memgraft.models.registry import resolve
 
     def probe():
-        from sentence_transformers import SentenceTransformer
+        from memgraft.models.embedder import SentenceTransformerEmbedder
 
-        return probe_sentence_transformer(SentenceTransformer(resolve(base), device="cpu"))
+        return probe_sentence_transformer(SentenceTransformerEmbedder(resolve(base))._model)
 
     return resolve_dtype("auto", model=base, cache_path=cache_path, probe=probe)
 
 
-def load_pair_encoder(path: str | Path = "bundled", dtype: str = "float32") -> PairEncoder:
-    """A saved pair encoder (``"bundled"``: the shipped one); adapters and head only, no pickled code.
-    One instance per file, version of it and inference ``dtype`` in a process: it is read-only, and every
-    policy the service, the ingest worker or a test builds would otherwise load the same weights again."""
+def load_pair_encoder(path: str | Path = "bundled", dtype: str = "float32") -> "PairEncoder | FoldedPairEncoder":
+    """A saved pair encoder (``"bundled"``: the shipped one), for inference; adapters and head only, no pickled code.
+    On a plain BERT base (the bundled MiniLM) its adapters are folded in without peft or transformers
+    (:mod:`memgraft.collab.maintain.pair_folded`). One instance per file, version of it and inference ``dtype`` in
+    a process: it is read-only, and every policy the service, the ingest worker or a test builds would otherwise
+    load the same weights again."""
     p = weights_path(path, BUNDLED, "pair encoder")
     stat = p.stat()
     return _load(str(p.resolve()), stat.st_mtime_ns, stat.st_size, dtype)
 
 
-@lru_cache(maxsize=4)
-def _load(path: str, mtime_ns: int, size: int, dtype: str = "float32") -> PairEncoder:
-    blob = read_weights(Path(path), FORMAT)
+def load_trainable_pair_encoder(path: str | Path = "bundled") -> PairEncoder:
+    """A saved pair encoder with its adapters apart (peft), as training made it: to train on or save again."""
+    return _trainable(read_weights(weights_path(path, BUNDLED, "pair encoder"), FORMAT), str(path))
+
+
+def _trainable(blob: dict, path: str) -> PairEncoder:
     model = PairEncoder(EncoderConfig(**blob["config"]))
     missing = set(model.trainable_state()) - set(blob["state"])
     if missing:
         raise ValueError(f"{path} lacks {len(missing)} adapter tensors (e.g. {sorted(missing)[0]}): not made for this base")
     model.load_state_dict(blob["state"], strict=False)
-    model.inference_dtype = dtype
     return model.eval()
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int, size: int, dtype: str = "float32") -> "PairEncoder | FoldedPairEncoder":
+    from memgraft.models.bert import plain_bert_folder
+    from memgraft.models.registry import resolve
+
+    blob = read_weights(Path(path), FORMAT)
+    config = EncoderConfig(**blob["config"])
+    folder = resolve(config.embedder)
+    if plain_bert_folder(folder):
+        from memgraft.collab.maintain.pair_folded import FoldedPairEncoder
+
+        return FoldedPairEncoder(config, blob["state"], folder, float(ALPHA_PER_RANK), dtype, source=path)
+    model = _trainable(blob, path)
+    model.inference_dtype = dtype
+    return model
 
 
 def train_pair_encoder(model: PairEncoder, pairs: Sequence[tuple[str, str, int]], *, lr: float = 5e-4,
