@@ -5,7 +5,8 @@ about 5 s of CPU importing sentence-transformers, scikit-learn and transformers 
 every start and every replaced replica. The same weights and the same ``tokenizer.json`` load here in a
 fraction of a second after torch and give sentence-transformers' vectors to float rounding
 (tests/test_bert_embedder.py). A folder of any other shape is left to sentence-transformers
-(:func:`plain_bert_folder` says which).
+(:func:`plain_bert_folder` says which). The pair judge's second opinion, a LoRA of the same model, runs on
+:class:`BertEncoder` too (:mod:`memgraft.collab.maintain.pair_folded`).
 """
 
 from __future__ import annotations
@@ -45,18 +46,14 @@ def plain_bert_folder(path: str | Path) -> bool:
             and config.get("hidden_act") == "gelu" and not _json(p / "sentence_bert_config.json").get("do_lower_case"))
 
 
-def _linear(n_in: int, n_out: int) -> nn.Linear:
-    return nn.Linear(n_in, n_out)
-
-
 def _block(hidden: int, inner: int, eps: float) -> nn.ModuleDict:
     """One encoder layer, its parts named as in the saved weights (``attention.self.query``, ...)."""
     return nn.ModuleDict({
         "attention": nn.ModuleDict({
-            "self": nn.ModuleDict({k: _linear(hidden, hidden) for k in ("query", "key", "value")}),
-            "output": nn.ModuleDict({"dense": _linear(hidden, hidden), "LayerNorm": nn.LayerNorm(hidden, eps=eps)})}),
-        "intermediate": nn.ModuleDict({"dense": _linear(hidden, inner)}),
-        "output": nn.ModuleDict({"dense": _linear(inner, hidden), "LayerNorm": nn.LayerNorm(hidden, eps=eps)})})
+            "self": nn.ModuleDict({k: nn.Linear(hidden, hidden) for k in ("query", "key", "value")}),
+            "output": nn.ModuleDict({"dense": nn.Linear(hidden, hidden), "LayerNorm": nn.LayerNorm(hidden, eps=eps)})}),
+        "intermediate": nn.ModuleDict({"dense": nn.Linear(hidden, inner)}),
+        "output": nn.ModuleDict({"dense": nn.Linear(inner, hidden), "LayerNorm": nn.LayerNorm(hidden, eps=eps)})})
 
 
 def bert_config(path: str | Path) -> dict[str, Any]:
