@@ -70,3 +70,19 @@ def test_answer_queries_says_what_is_missing_before_ray_starts(tmp_path):
     proc = answer("--graph", str(tmp_path), "--questions", str(tmp_path / "q.jsonl"))
     assert proc.returncode == 2 and "holds no manifest.json: not a graph folder" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_quiet_command_silences_transformers_without_importing_it():
+    """``configure_output``: transformers' bars and advice off through the environment, which it reads when a
+    stage first imports it (here or in a worker of the Ray the command starts), so a command that never needs
+    it does not pay its import; one that imported it already is silenced directly."""
+    code = ("import sys; from pipelines.runtime import configure_output; configure_output(); "
+            "print('transformers' in sys.modules); from transformers.utils import logging as l; "
+            "print(l.get_verbosity() == l.ERROR, l.is_progress_bar_enabled())")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRANSFORMERS_VERBOSITY", "HF_HUB_DISABLE_PROGRESS_BARS")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.split() == ["False", "True", "False"], out.stderr[-2000:]
+    code = ("import transformers.utils.logging as l; from pipelines.runtime import configure_output; "
+            "configure_output(); print(l.get_verbosity() == l.ERROR, l.is_progress_bar_enabled())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.split() == ["True", "False"], out.stderr[-2000:]
