@@ -78,7 +78,7 @@ def _load_counter(model: str, cache_path: str) -> TokenCounter:
     try:
         folder = ensure_hf_folder(model, Path(cache_path))
         if is_bundled(model) and (folder / "tokenizer.json").is_file():
-            # the bundled model's Rust tokenizer alone: the same tokens and offsets (tests/test_tokens.py) without
+            # the bundled model's Rust tokenizer alone: the same tokens and offsets (tests/test_hgmem_evidence.py) without
             # importing transformers in each question worker and ingress replica; a hub model's tokenizer may
             # adjust its tokenizer.json from its config on load, so it goes through transformers
             from memgraft.models.embedder import FastTokenizer
